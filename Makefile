@@ -1,0 +1,62 @@
+# Everything a fresh machine needs, from two commands: `make demo` and `make test`.
+# Each creates the venv, installs the pinned packages, fetches ONNX Runtime's C headers,
+# builds OptimEP and installs the package, then does its job.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ORT_HEADERS := .deps/onnxruntime/include/onnxruntime_ep_c_api.h
+DEPS_STAMP := $(VENV)/.deps-installed
+ASAN_LIB := build-asan/ep_plugin/liboptim_ep.so
+ARTIFACTS := artifacts
+# torch is pinned exactly: any other version pulls a multi-GB CUDA build.
+DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2 onnxsim==0.8.1 \
+	numpy click pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja
+
+.PHONY: demo test install headers asan test-asan clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEPS_STAMP): Makefile pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(DEV_PACKAGES)
+	touch $@
+
+$(ORT_HEADERS):
+	ep_plugin/fetch_ort_headers.sh .deps/onnxruntime
+
+headers: $(ORT_HEADERS)
+
+# Non-editable install of the package (and the freshly built liboptim_ep.so); incremental via build/.
+install: $(DEPS_STAMP) $(ORT_HEADERS)
+	$(BIN)/python -m pip install -q --no-build-isolation --no-deps .
+
+demo: install
+	@mkdir -p $(ARTIFACTS)
+	$(BIN)/optim doctor
+	$(BIN)/optim export mlp -o $(ARTIFACTS)/mlp.onnx
+	$(BIN)/optim run $(ARTIFACTS)/mlp.onnx --input x:8x64 --compare
+	$(BIN)/optim export cnn -o $(ARTIFACTS)/cnn.onnx
+	$(BIN)/optim run $(ARTIFACTS)/cnn.onnx --input x:4x3x32x32 --compare
+
+# The EP built with AddressSanitizer + UBSan, for the sanitizer test pass.
+$(ASAN_LIB): $(ORT_HEADERS) $(wildcard ep_plugin/src/*.cc ep_plugin/src/*.h ep_plugin/src/ops/*.cc ep_plugin/src/ops/*.h ep_plugin/kernels/*.cc ep_plugin/kernels/*.h) ep_plugin/CMakeLists.txt | $(DEPS_STAMP)
+	cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(BIN))/ninja -DOPTIM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	cmake --build build-asan
+
+asan: $(ASAN_LIB)
+
+# The EP's differential and conformance tests again, inside the sanitizer build.
+test-asan: install $(ASAN_LIB)
+	OPTIM_EP_LIBRARY=$(abspath $(ASAN_LIB)) \
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/ep
+
+test: install $(ASAN_LIB)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(MAKE) --no-print-directory test-asan
+
+clean:
+	rm -rf build build-asan $(ARTIFACTS)

@@ -1,0 +1,178 @@
+"""The `optim` command: parses arguments, calls the library, prints. No logic of its own."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import click
+
+from optim.ep_plugin import EP_NAME
+
+log = logging.getLogger("optim")
+
+
+class _UsageError(click.ClickException):
+    """Bad input from the user: one sentence, exit code 2."""
+
+    exit_code = 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="optim")
+def main() -> None:
+    """optim: PyTorch -> ONNX -> int8, run on optim's own ONNX Runtime execution provider (OptimEP)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+
+
+@main.command()
+@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True,
+              help="Kernel instruction set to try.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def doctor(isa: str, as_json: bool) -> None:
+    """Check the installation: ONNX Runtime, the OptimEP library, CPU features, kernels chosen."""
+    from optim.ep_plugin.doctor import diagnose
+
+    r = diagnose(isa=isa)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+    else:
+        flags = ", ".join(k for k, v in r["cpu_flags"].items() if v) or "none of avx2/fma/avx512"
+        click.echo(f"onnxruntime      {r['onnxruntime']}")
+        click.echo(f"EP library       {r['library'] or '-'}")
+        click.echo(f"registered       {'yes' if r['registered'] else 'no'}")
+        click.echo(f"API version      {r['api_version'] or '-'}")
+        click.echo(f"CPU              {r['cpu']} ({flags})")
+        click.echo(f"kernel ISA       {r['isa'] or '-'}")
+        click.echo(f"kernels          {', '.join(r['kernels']) or '-'}")
+        click.echo(f"status           {'OK: ' + EP_NAME + ' loads and computes' if r['ok'] else 'FAILED'}")
+    if not r["ok"]:
+        raise click.ClickException(f"{EP_NAME} cannot be used: {r['error']}")
+
+
+@main.command()
+@click.argument("spec")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="ONNX file to write.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME:DIMS[:DTYPE]",
+              help="Input name and shape, e.g. x:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic). Repeatable.")
+@click.option("--example-inputs", type=click.Path(exists=True, dir_okay=False), help=".npz of example inputs.")
+@click.option("--dynamic", multiple=True, metavar="NAME:AXIS", help="Mark an input axis dynamic. Repeatable.")
+@click.option("--opset", type=int, default=18, show_default=True, help="ONNX opset to export.")
+@click.option("--exporter", type=click.Choice(["auto", "dynamo", "torchscript"]), default="auto", show_default=True,
+              help="auto tries torch.export (dynamo) first, then the TorchScript exporter.")
+@click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="state_dict for a module:factory SPEC.")
+@click.option("--trust-pickle", is_flag=True, help="Allow a fully pickled nn.Module (unpickling runs its code).")
+@click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Show exporter output and tracebacks.")
+def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weights, trust_pickle, as_json, verbose):
+    """Export SPEC to ONNX and verify it against PyTorch.
+
+    SPEC is a TorchScript archive, a torch.export .pt2 archive, a zoo model name (mlp, cnn,
+    transformer) or package.module:factory (a callable returning an nn.Module).
+    """
+    try:
+        from optim.exporter import ExportError, export as do_export
+    except ImportError as e:
+        raise click.ClickException(f"export needs PyTorch: pip install 'optim[export]' ({e})") from None
+    if verbose:
+        logging.getLogger().setLevel(logging.INFO)
+    try:
+        result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
+                           dynamic=list(dynamic) or None, opset=opset, exporter=exporter, weights=weights,
+                           trust_pickle=trust_pickle, verbose=verbose)
+    except ExportError as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    click.echo(f"exported {result.kind} with the {result.exporter} exporter (opset {result.opset}) -> {result.path}")
+    for row in result.report:
+        status = "ok" if row["passed"] else "FAILED"
+        click.echo(f"  {row['output']:<16} {row['check']:<8} max abs {row['max_abs']:.3g}  max rel {row['max_rel']:.3g}  "
+                   f"(tolerance {row['tolerance']})  {status}")
+
+
+def _parse_shapes(values) -> dict:
+    from optim.ep_plugin.runner import parse_shape
+
+    return dict(parse_shape(v) for v in values)
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False), help=".npz with one array per model input.")
+@click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS",
+              help="Shape for random inputs, needed for dynamic dims, e.g. x:8x64. Repeatable.")
+@click.option("--save", type=click.Path(dir_okay=False), help="Write the outputs to this .npz.")
+@click.option("--compare", is_flag=True, help="Also run ONNX Runtime's CPU EP and print the max abs/rel error.")
+@click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's choice).")
+@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
+    """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
+    import numpy as np
+    from optim.ep_plugin.runner import RunInputError, run_model
+
+    _check_onnx_file(model)
+    try:
+        result = run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
+                           threads=threads, seed=seed, isa=isa)
+    except RunInputError as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    except Exception as e:  # ORT's own errors: one line, the cause, no traceback
+        if verbose:
+            raise
+        raise click.ClickException(_ort_message(e)) from None
+    if save:
+        from optim.ep_plugin.files import atomic_write
+
+        with atomic_write(save) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **result.outputs)
+    if as_json:
+        out = {
+            "model": model,
+            "seconds": result.seconds,
+            "placement": result.placement.to_dict(),
+            "outputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in result.outputs.items()},
+        }
+        if compare:
+            out["max_abs_error"] = result.max_abs_error
+            out["max_rel_error"] = result.max_rel_error
+            out["checks"] = [c.__dict__ for c in result.checks]
+        click.echo(json.dumps(out, indent=2))
+        return
+    for name, v in result.outputs.items():
+        stats = f"min {v.min():.4g} max {v.max():.4g} mean {v.astype(np.float64).mean():.4g}" if v.size and v.dtype.kind in "fiu" else ""
+        click.echo(f"output {name}: {v.dtype} {list(v.shape)} {stats}")
+    click.echo(result.placement.summary())
+    click.echo(f"wall time: {result.seconds * 1e3:.3f} ms (one run after a warm-up)")
+    for c in result.checks:
+        click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}")
+
+
+def _check_onnx_file(path: str) -> None:
+    import onnx
+
+    try:
+        onnx.load(path, load_external_data=False)
+    except Exception:
+        raise _UsageError(f"{path} is not an ONNX model (onnx could not parse it)") from None
+
+
+def _ort_message(e: Exception) -> str:
+    text = str(e)
+    # ORT prefixes "[ONNXRuntimeError] : 1 : FAIL : " and may append log lines; keep the message.
+    text = text.split(" : ", 3)[-1] if text.startswith("[ONNXRuntimeError]") else text
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

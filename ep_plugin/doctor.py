@@ -1,0 +1,82 @@
+"""Health check of the installation: ONNX Runtime, the OptimEP library, the CPU and the kernels chosen."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+from .loader import API_VERSION, EP_NAME, EpLoadError, register
+
+
+def cpu_flags() -> dict[str, bool]:
+    """Instruction-set flags of this CPU as Linux reports them (False where unknown)."""
+    wanted = {"avx2": "avx2", "fma": "fma", "avx512f": "avx512f", "avx512_vnni": "avx512_vnni", "avx_vnni": "avx_vnni"}
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    return {name: flag in flags for name, flag in wanted.items()}
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _probe_model() -> bytes:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "doctor_probe", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
+
+
+def diagnose(isa: str = "auto") -> dict:
+    """Loads OptimEP and runs a one-node model on it; returns what was found. 'ok' is False with 'error' set on failure."""
+    from .sessions import session  # late: sessions imports loader, which doctor may report broken
+
+    report: dict = {
+        "onnxruntime": ort.__version__,
+        "onnx": onnx.__version__,
+        "ep_name": EP_NAME,
+        "cpu": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "library": None,
+        "registered": False,
+        "api_version": None,
+        "isa": None,
+        "kernels": [],
+        "ops": [],
+        "ok": False,
+        "error": None,
+    }
+    try:
+        report["library"] = str(register())
+        report["registered"] = True
+        report["api_version"] = API_VERSION
+        sess = session(_probe_model(), fallback=False, isa=isa)
+        x = np.array([[-1.0, 0.0, 2.0, -3.5]], dtype=np.float32)
+        (y,) = sess.run(None, {"x": x})
+        if not np.array_equal(y, np.maximum(x, 0)):
+            raise EpLoadError(f"{EP_NAME} computed a wrong Relu: {y.tolist()}")
+        report["isa"] = sess._optim_report.get("isa")
+        report["kernels"] = sess._optim_report.get("kernels", [])
+        report["ops"] = sess._optim_report.get("ops", [])
+        report["ok"] = True
+    except Exception as e:  # report any failure as data: doctor exists to explain them
+        report["error"] = str(e)
+    return report

@@ -1,0 +1,98 @@
+// AVX2+FMA SGEMM over packed B with a 6x16 register tile (12 accumulators, 2 B vectors, 1 broadcast).
+// Compiled with -mavx2 -mfma; only called when the CPU reports both (see kernel_table.cc).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernel_table.h"
+
+namespace optim::kernels {
+namespace {
+
+template <int MR>
+inline void tile(int64_t k, const float* a, int64_t lda, const float* panel, float* out /* MR x 16 */) {
+  __m256 c0[MR], c1[MR];
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = _mm256_setzero_ps();
+    c1[r] = _mm256_setzero_ps();
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const __m256 b0 = _mm256_loadu_ps(panel + kk * kSgemmNR);
+    const __m256 b1 = _mm256_loadu_ps(panel + kk * kSgemmNR + 8);
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    _mm256_storeu_ps(out + r * kSgemmNR, c0[r]);
+    _mm256_storeu_ps(out + r * kSgemmNR + 8, c1[r]);
+  }
+}
+
+// Applies the epilogue to one row of the tile and writes `cols` valid columns.
+inline void store_row(const float* acc, float* crow, int64_t i, int64_t j0, int64_t cols, const SgemmEpilogue& ep) {
+  if (cols == kSgemmNR) {
+    const __m256 alpha = _mm256_set1_ps(ep.alpha);
+    __m256 v0 = _mm256_mul_ps(alpha, _mm256_loadu_ps(acc));
+    __m256 v1 = _mm256_mul_ps(alpha, _mm256_loadu_ps(acc + 8));
+    if (ep.accumulate) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(crow));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(crow + 8));
+    }
+    if (ep.bias_col) {
+      v0 = _mm256_add_ps(v0, _mm256_loadu_ps(ep.bias_col + j0));
+      v1 = _mm256_add_ps(v1, _mm256_loadu_ps(ep.bias_col + j0 + 8));
+    }
+    if (ep.bias_row) {
+      const __m256 br = _mm256_set1_ps(ep.bias_row[i]);
+      v0 = _mm256_add_ps(v0, br);
+      v1 = _mm256_add_ps(v1, br);
+    }
+    if (ep.relu) {
+      v0 = _mm256_max_ps(_mm256_setzero_ps(), v0);  // NaN propagates (second operand wins)
+      v1 = _mm256_max_ps(_mm256_setzero_ps(), v1);
+    }
+    _mm256_storeu_ps(crow, v0);
+    _mm256_storeu_ps(crow + 8, v1);
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    float v = ep.alpha * acc[j];
+    if (ep.accumulate) v += crow[j];
+    if (ep.bias_col) v += ep.bias_col[j0 + j];
+    if (ep.bias_row) v += ep.bias_row[i];
+    if (ep.relu) v = std::max(v, 0.f);
+    crow[j] = v;
+  }
+}
+
+}  // namespace
+
+void sgemm_packed_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
+                            int64_t lda, const float* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep) {
+  alignas(32) float acc[kSgemmMR * kSgemmNR];
+  for (int64_t p = p0; p < p1; ++p) {
+    const float* panel = b_packed + p * k * kSgemmNR;
+    const int64_t j0 = p * kSgemmNR;
+    const int64_t cols = std::min<int64_t>(kSgemmNR, n - j0);
+    int64_t i = m0;
+    for (; i + kSgemmMR <= m1; i += kSgemmMR) {
+      tile<6>(k, a + i * lda, lda, panel, acc);
+      for (int r = 0; r < 6; ++r) store_row(acc + r * kSgemmNR, c + (i + r) * ldc + j0, i + r, j0, cols, ep);
+    }
+    const int64_t rest = m1 - i;
+    switch (rest) {
+      case 5: tile<5>(k, a + i * lda, lda, panel, acc); break;
+      case 4: tile<4>(k, a + i * lda, lda, panel, acc); break;
+      case 3: tile<3>(k, a + i * lda, lda, panel, acc); break;
+      case 2: tile<2>(k, a + i * lda, lda, panel, acc); break;
+      case 1: tile<1>(k, a + i * lda, lda, panel, acc); break;
+      default: break;
+    }
+    for (int64_t r = 0; r < rest; ++r) store_row(acc + r * kSgemmNR, c + (i + r) * ldc + j0, i + r, j0, cols, ep);
+  }
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,81 @@
+"""Which execution provider runs each node of a session, and why OptimEP refused the ones it left."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import onnxruntime as ort
+
+from .loader import EP_NAME
+
+
+@dataclass(frozen=True)
+class NodePlacement:
+    node: str
+    op: str
+    ep: str
+    reason: str = ""  # why OptimEP refused it ("" for nodes OptimEP runs)
+
+
+@dataclass
+class Placement:
+    nodes: list[NodePlacement] = field(default_factory=list)
+    isa: str = ""  # kernel ISA the session's OptimEP instance uses
+
+    @property
+    def total_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def optim_nodes(self) -> int:
+        return sum(1 for n in self.nodes if n.ep == EP_NAME)
+
+    @property
+    def fallback(self) -> list[NodePlacement]:
+        return [n for n in self.nodes if n.ep != EP_NAME]
+
+    @property
+    def fraction(self) -> float:
+        return self.optim_nodes / self.total_nodes if self.nodes else 1.0
+
+    def to_dict(self) -> dict:
+        return {
+            "total_nodes": self.total_nodes,
+            "optim_nodes": self.optim_nodes,
+            "cpu_nodes": self.total_nodes - self.optim_nodes,
+            "isa": self.isa,
+            "fallback": [{"node": n.node, "op": n.op, "ep": n.ep, "reason": n.reason} for n in self.fallback],
+        }
+
+    def summary(self) -> str:
+        """Human-readable report: counts, then each node left to another EP with the reason."""
+        pct = 100.0 * self.fraction
+        lines = [f"placement: {self.optim_nodes}/{self.total_nodes} nodes on {EP_NAME} ({pct:.1f}%), "
+                 f"{self.total_nodes - self.optim_nodes} on CPU fallback"]
+        for n in self.fallback:
+            label = f"{n.op} '{n.node}'" if n.node else n.op
+            lines.append(f"  {label} -> {n.ep}: {n.reason or 'no reason recorded'}")
+        return "\n".join(lines)
+
+
+def placement(sess: ort.InferenceSession) -> Placement:
+    """Placement of every node of a session made by optim.ep_plugin.session()."""
+    report = getattr(sess, "_optim_report", None)
+    if report is None:
+        raise ValueError("placement() needs a session created by optim.ep_plugin.session()")
+    reasons: dict[tuple[str, str], str] = {}
+    for graph in report.get("graphs", []):
+        for r in graph.get("refused", []):
+            reasons[(r["node"], r["op"])] = r["reason"]
+    result = Placement(isa=report.get("isa", ""))
+    for sub in sess.get_provider_graph_assignment_info():
+        for n in sub.get_nodes():
+            reason = "" if sub.ep_name == EP_NAME else reasons.get((n.name, n.op_type), "")
+            if sub.ep_name != EP_NAME and not reason:
+                # ORT's own rewrites after partitioning can create nodes OptimEP never saw.
+                reason = "not offered to OptimEP (created by ONNX Runtime after partitioning)"
+            result.nodes.append(NodePlacement(node=n.name, op=n.op_type, ep=sub.ep_name, reason=reason))
+    return result
+
+
+__all__ = ["NodePlacement", "Placement", "placement"]

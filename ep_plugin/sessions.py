@@ -1,0 +1,123 @@
+"""Opening ONNX Runtime sessions on OptimEP (with ORT's CPU EP for what it leaves) or on the CPU EP alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Union
+
+import onnx
+import onnxruntime as ort
+
+from .loader import EP_NAME, ep_devices, register
+
+ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
+
+# Options OptimEP understands (passed as EP options; ORT stores them as `ep.optimep.<key>`).
+EP_OPTIONS = {
+    "isa": "kernel instruction set: auto (best this CPU runs), scalar or avx2",
+    "min_partition_nodes": "connected groups smaller than this stay on the CPU EP (default 1)",
+    "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
+    "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",
+}
+
+_OPTIMIZATION = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def _model_arg(model: ModelLike):
+    if isinstance(model, onnx.ModelProto):
+        return model.SerializeToString()
+    if isinstance(model, (str, os.PathLike)):
+        return str(model)
+    return model
+
+
+def _session_options(threads: int | None, optimization: str) -> ort.SessionOptions:
+    if optimization not in _OPTIMIZATION:
+        raise ValueError(f"optimization must be one of {', '.join(_OPTIMIZATION)}, got {optimization!r}")
+    so = ort.SessionOptions()
+    so.log_severity_level = 3  # errors only: placement is reported by placement(), not ORT's warnings
+    so.graph_optimization_level = _OPTIMIZATION[optimization]
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        so.intra_op_num_threads = threads
+    return so
+
+
+def session(
+    model: ModelLike,
+    *,
+    fallback: bool = True,
+    threads: int | None = None,
+    optimization: str = "basic",
+    **ep_options: str,
+) -> ort.InferenceSession:
+    """An InferenceSession that runs what OptimEP claims on OptimEP and the rest on ORT's CPU EP.
+
+    fallback=False makes session creation fail when any node would be left to the CPU EP.
+    optimization is ORT's graph optimization level before partitioning: 'basic' (default) keeps
+    the graph close to the file; 'all' adds ORT's CPU-specific fusions, which OptimEP does not run.
+    ep_options: see EP_OPTIONS; values are strings (ints are converted).
+    """
+    register()
+    unknown = sorted(set(ep_options) - set(EP_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown OptimEP option(s) {', '.join(unknown)}; known: {', '.join(EP_OPTIONS)}")
+    options = {k: str(v) for k, v in ep_options.items()}
+    report = options.get("placement_report")
+    own_report = report is None
+    if own_report:
+        fd, report = tempfile.mkstemp(prefix="optim-placement-", suffix=".json")
+        os.close(fd)
+        os.unlink(report)  # the EP creates it; absent means OptimEP saw no graph
+        options["placement_report"] = report
+    so = _session_options(threads, optimization)
+    so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    if not fallback:
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    so.add_provider_for_devices(ep_devices(), options)
+    try:
+        try:
+            sess = ort.InferenceSession(_model_arg(model), sess_options=so)
+        except Exception as e:
+            refused = [r for g in _read_report(report)["graphs"] for r in g.get("refused", [])]
+            if not fallback and refused and "fallback" in str(e).lower():
+                # ORT's message names no node: name them, with OptimEP's reasons.
+                listed = "; ".join(f"{r['op']} '{r['node']}': {r['reason']}" for r in refused[:10])
+                more = f" (and {len(refused) - 10} more)" if len(refused) > 10 else ""
+                raise UnclaimedNodesError(
+                    f"{len(refused)} node(s) cannot run on {EP_NAME} and CPU fallback is disabled: {listed}{more}"
+                ) from None
+            raise
+        # OptimEP wrote its report during partitioning, inside the constructor: keep it on the session.
+        sess._optim_report = _read_report(report)
+    finally:
+        if own_report:
+            Path(report).unlink(missing_ok=True)
+    return sess
+
+
+class UnclaimedNodesError(RuntimeError):
+    """session(fallback=False) was asked for a model with nodes OptimEP does not run."""
+
+
+def _read_report(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"graphs": []}
+
+
+def cpu_session(model: ModelLike, *, threads: int | None = None, optimization: str = "all") -> ort.InferenceSession:
+    """An InferenceSession on ONNX Runtime's CPU EP alone (the reference OptimEP is compared with)."""
+    so = _session_options(threads, optimization)
+    return ort.InferenceSession(_model_arg(model), sess_options=so, providers=["CPUExecutionProvider"])

@@ -1,0 +1,205 @@
+// Normalizations on float32: BatchNormalization (inference), LayerNormalization, Softmax.
+#include <algorithm>
+#include <cmath>
+
+#include "op.h"
+
+namespace optim {
+namespace {
+
+// BatchNormalization (inference) as y = x * a[c] + b[c], with a and b folded from scale/B/mean/var on
+// each run (C values, negligible next to the pass over x), so the parameters may be computed upstream.
+class BatchNormImpl : public Op {
+ public:
+  explicit BatchNormImpl(float eps) : eps_(eps) {}
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    if (x.size() < 2) throw Error("X " + shape_str(x) + " has no channel dim");
+    static const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
+    for (size_t i = 1; i < 5; ++i)
+      if (shape_numel(*in[i]) != x[1])
+        throw Error(std::string(names[i]) + " " + shape_str(*in[i]) + " does not match the " + std::to_string(x[1]) +
+                    " channels of X " + shape_str(x));
+    return {x};
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& xs = *in[0].shape;
+    const int64_t c = xs[1];
+    std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+    const float *scale = in[1].as<float>(), *bias = in[2].as<float>(), *mean = in[3].as<float>(), *var = in[4].as<float>();
+    for (int64_t i = 0; i < c; ++i) {
+      a[i] = scale[i] / std::sqrt(var[i] + eps_);
+      b[i] = bias[i] - mean[i] * a[i];
+    }
+    int64_t inner = 1;
+    for (size_t i = 2; i < xs.size(); ++i) inner *= xs[i];
+    const int64_t planes = xs[0] * c;
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    const bool split = planes * inner > (1 << 15);
+    rc.parallel_for(split ? static_cast<size_t>(planes) : 1, [&](size_t t) {
+      const int64_t p0 = split ? static_cast<int64_t>(t) : 0;
+      const int64_t p1 = split ? p0 + 1 : planes;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t ch = p % c;
+        // y = x * a + b: one multiply pass then one add pass through the vector kernels.
+        rc.kernels.binary_vs(kernels::BinaryOp::kMul, x + p * inner, a[ch], y + p * inner, inner);
+        rc.kernels.binary_vs(kernels::BinaryOp::kAdd, y + p * inner, b[ch], y + p * inner, inner);
+      }
+    });
+  }
+
+ private:
+  float eps_;
+};
+
+// LayerNormalization over dims [axis, rank): scale and optional bias of the normalized shape, and the
+// optional Mean / InvStdDev outputs (shape X[:axis] followed by ones).
+class LayerNormImpl : public Op {
+ public:
+  LayerNormImpl(int64_t axis, float eps) : axis_(axis), eps_(eps) {}
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    const int64_t inner = inner_size(x);
+    for (size_t i = 1; i < in.size() && i < 3; ++i)
+      if (in[i] && shape_numel(*in[i]) != inner)
+        throw Error(std::string(i == 1 ? "scale " : "bias ") + shape_str(*in[i]) + " does not match the normalized size " +
+                    std::to_string(inner) + " of X " + shape_str(x));
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(x.size()), "LayerNormalization axis"));
+    Shape stat(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(axis));
+    stat.resize(x.size(), 1);
+    return {x, stat, stat};
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const int64_t inner = inner_size(*in[0].shape);
+    const int64_t rows = inner ? in[0].numel() / inner : 0;
+    const float* x = in[0].as<float>();
+    const float* scale = in[1].as<float>();
+    const float* bias = in.size() > 2 && in[2].present() ? in[2].as<float>() : nullptr;
+    float* y = out[0].as<float>();
+    float* mean_out = out.size() > 1 ? out[1].as<float>() : nullptr;
+    float* inv_out = out.size() > 2 ? out[2].as<float>() : nullptr;
+    const int64_t tasks = rows * inner > (1 << 15) ? std::min<int64_t>(rows, 64) : 1;
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      const int64_t per = (rows + tasks - 1) / tasks;
+      const int64_t r0 = static_cast<int64_t>(t) * per, r1 = std::min(rows, r0 + per);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * inner;
+        float* yr = y + r * inner;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < inner; ++i) mean += xr[i];
+        mean /= static_cast<double>(inner);
+        for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+        var /= static_cast<double>(inner);
+        const float inv = static_cast<float>(1.0 / std::sqrt(var + eps_));
+        const float m = static_cast<float>(mean);
+        if (mean_out) mean_out[r] = m;
+        if (inv_out) inv_out[r] = inv;
+        for (int64_t i = 0; i < inner; ++i) {
+          const float v = (xr[i] - m) * inv * scale[i];
+          yr[i] = bias ? v + bias[i] : v;
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t inner_size(const Shape& x) const {
+    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.size()), "LayerNormalization axis");
+    int64_t inner = 1;
+    for (size_t i = static_cast<size_t>(axis); i < x.size(); ++i) inner *= x[i];
+    return inner;
+  }
+  int64_t axis_;
+  float eps_;
+};
+
+class SoftmaxImpl : public Op {
+ public:
+  SoftmaxImpl(int64_t axis, bool flatten) : axis_(axis), flatten_(flatten) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    normalize_axis(axis_, static_cast<int64_t>(in[0]->size()), "Softmax axis");
+    return {*in[0]};
+  }
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& xs = *in[0].shape;
+    const int64_t r = static_cast<int64_t>(xs.size());
+    const int64_t axis = normalize_axis(axis_, r, "Softmax axis");
+    // Opset < 13 normalizes over all dims from axis on; opset 13 over the one axis (stride `inner`).
+    int64_t len = 1, inner = 1, outer = 1;
+    if (flatten_) {
+      for (int64_t i = axis; i < r; ++i) len *= xs[static_cast<size_t>(i)];
+    } else {
+      len = xs[static_cast<size_t>(axis)];
+      for (int64_t i = axis + 1; i < r; ++i) inner *= xs[static_cast<size_t>(i)];
+    }
+    for (int64_t i = 0; i < axis; ++i) outer *= xs[static_cast<size_t>(i)];
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    const int64_t lines = outer * inner;
+    const int64_t tasks = lines * len > (1 << 14) ? std::min<int64_t>(lines, 64) : 1;
+    rc.parallel_for(static_cast<size_t>(std::max<int64_t>(tasks, 1)), [&](size_t t) {
+      const int64_t per = (lines + tasks - 1) / std::max<int64_t>(tasks, 1);
+      const int64_t l0 = static_cast<int64_t>(t) * per, l1 = std::min(lines, l0 + per);
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t base = (l / inner) * len * inner + (l % inner);
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, x[base + i * inner]);
+        float sum = 0.f;
+        for (int64_t i = 0; i < len; ++i) {
+          const float e = std::exp(x[base + i * inner] - mx);
+          y[base + i * inner] = e;
+          sum += e;
+        }
+        const float inv = 1.f / sum;
+        for (int64_t i = 0; i < len; ++i) y[base + i * inner] *= inv;
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  bool flatten_;
+};
+
+std::string check_batchnorm(const Node& n, const Graph& g) {
+  if (n.attr_i("training_mode", 0) != 0) return "BatchNormalization training_mode=1 is not supported";
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty()) return "BatchNormalization running mean/var outputs are not supported";
+  if (n.num_inputs() < 5) return "BatchNormalization needs 5 inputs";
+  return require_float_inputs(g, n);
+}
+
+std::string check_layernorm(const Node& n, const Graph& g) {
+  if (n.attr_i("stash_type", 1) != 1) return "LayerNormalization stash_type other than float32 is not supported";
+  return require_float_inputs(g, n);
+}
+
+std::string check_softmax(const Node& n, const Graph& g) { return require_float(g, n, 0); }
+
+std::unique_ptr<Op> create_batchnorm(const Node& n, const Graph&) {
+  return std::make_unique<BatchNormImpl>(n.attr_f("epsilon", 1e-5f));
+}
+std::unique_ptr<Op> create_layernorm(const Node& n, const Graph&) {
+  return std::make_unique<LayerNormImpl>(n.attr_i("axis", -1), n.attr_f("epsilon", 1e-5f));
+}
+std::unique_ptr<Op> create_softmax(const Node& n, const Graph&) {
+  const bool old = n.since_version < 13;
+  return std::make_unique<SoftmaxImpl>(n.attr_i("axis", old ? 1 : -1), old);
+}
+
+}  // namespace
+
+std::vector<OpDef> normalization_op_defs() {
+  return {
+      {"BatchNormalization", 9, 15, check_batchnorm, create_batchnorm},
+      {"LayerNormalization", 17, 17, check_layernorm, create_layernorm},
+      {"Softmax", 1, 13, check_softmax, create_softmax},
+  };
+}
+
+}  // namespace optim

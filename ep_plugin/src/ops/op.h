@@ -1,0 +1,107 @@
+// The interface every op implementation satisfies, and the registry that decides what OptimEP claims.
+// An op is checked (claim time), created (compile time: attributes parsed, weights pre-packed once),
+// shape-inferred and run (run time, possibly from several threads at once: run must not mutate the op).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../kernels/kernel_table.h"
+#include "../ir.h"
+#include "../ort_api.h"
+
+namespace optim {
+
+struct TensorRef {
+  DType dtype = DType::kUndefined;
+  const Shape* shape = nullptr;  // nullptr for an omitted optional input
+  const void* data = nullptr;
+  bool present() const { return shape != nullptr; }
+  int64_t numel() const { return shape_numel(*shape); }
+  template <typename T>
+  const T* as() const { return static_cast<const T*>(data); }
+};
+
+struct TensorOut {
+  DType dtype = DType::kUndefined;
+  const Shape* shape = nullptr;
+  void* data = nullptr;
+  int64_t numel() const { return shape_numel(*shape); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+// What a running op may use: the kernel table, ORT's intra-op thread pool, and per-call scratch.
+class RunContext {
+ public:
+  RunContext(const kernels::KernelTable& k, OrtKernelContext* ctx, void* scratch, size_t scratch_bytes)
+      : kernels(k), ctx_(ctx), scratch_(scratch), scratch_bytes_(scratch_bytes) {}
+  const kernels::KernelTable& kernels;
+  // Runs fn(i) for i in [0, n) on ORT's intra-op pool (inline when there is no pool or n == 1).
+  // Exceptions thrown by fn are caught on the worker and rethrown here.
+  void parallel_for(size_t n, const std::function<void(size_t)>& fn) const;
+  // Scratch of at least Op::scratch_bytes() for the current step; valid until the step returns.
+  void* scratch() const { return scratch_; }
+  size_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  OrtKernelContext* ctx_;
+  void* scratch_;
+  size_t scratch_bytes_;
+};
+
+// Per input: its int64 values when the op listed it in shape_value_inputs(), else nullptr.
+using ShapeValues = std::vector<const std::vector<int64_t>*>;
+
+class Op {
+ public:
+  virtual ~Op() = default;
+  // Output shapes from input shapes (nullptr entries for omitted optional inputs).
+  // Throws Error with a message naming the offending input when the shapes do not fit the op.
+  virtual std::vector<Shape> infer(const std::vector<const Shape*>& in) const = 0;
+  // Inputs whose int64 values decide the output shapes (Reshape's target, Squeeze's axes). The plan
+  // reads them before shape inference and keys its shape cache on them.
+  virtual std::vector<size_t> shape_value_inputs() const { return {}; }
+  virtual std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const {
+    (void)values;
+    return infer(in);
+  }
+  virtual void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const = 0;
+  // Scratch the op needs for these input shapes.
+  virtual size_t scratch_bytes(const std::vector<const Shape*>& in) const { (void)in; return 0; }
+  // Absorbs a Relu that consumes this op's only output into its epilogue; false when it cannot.
+  virtual bool try_fuse_relu() { return false; }
+};
+
+struct OpDef {
+  const char* op_type;
+  int min_opset;  // since_version range the implementation follows
+  int max_opset;
+  // "" when the node can run on OptimEP, else the reason it is refused (shown in the placement report).
+  std::string (*check)(const Node& node, const Graph& graph);
+  std::unique_ptr<Op> (*create)(const Node& node, const Graph& graph);
+};
+
+// Every op OptimEP implements. One entry per op type; ops/*.cc each contribute theirs.
+const std::vector<OpDef>& op_registry();
+
+// The reason a node is refused, or "" when OptimEP runs it.
+std::string why_unsupported(const Node& node, const Graph& graph);
+
+// Builds the op for a supported node (throws Error if it is not supported after all).
+std::unique_ptr<Op> create_op(const Node& node, const Graph& graph);
+
+// --- helpers shared by op files -------------------------------------------------------------------
+// "" when value `name` is float32 (or unknown type), else a reason naming it.
+std::string require_float(const Graph& g, const Node& n, size_t input_index);
+// The first require_float refusal among all present inputs, or "".
+std::string require_float_inputs(const Graph& g, const Node& n);
+// Normalizes a possibly negative axis against a rank; throws Error when out of range.
+int64_t normalize_axis(int64_t axis, int64_t rank, const char* what);
+// Multi-directional (numpy) broadcast of two shapes; throws Error naming both when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace optim

@@ -1,0 +1,95 @@
+// The table of every op OptimEP implements, and the claim-time check that consults it.
+#include <algorithm>
+
+#include "op.h"
+
+namespace optim {
+
+std::vector<OpDef> conv_op_defs();
+std::vector<OpDef> elementwise_op_defs();
+std::vector<OpDef> matmul_op_defs();
+std::vector<OpDef> normalization_op_defs();
+std::vector<OpDef> pool_op_defs();
+std::vector<OpDef> reduce_op_defs();
+std::vector<OpDef> shape_op_defs();
+
+const std::vector<OpDef>& op_registry() {
+  static const std::vector<OpDef> all = [] {
+    std::vector<OpDef> v;
+    for (auto part : {conv_op_defs, elementwise_op_defs, matmul_op_defs, normalization_op_defs, pool_op_defs,
+                      reduce_op_defs, shape_op_defs}) {
+      for (const OpDef& d : part()) v.push_back(d);
+    }
+    return v;
+  }();
+  return all;
+}
+
+namespace {
+
+const OpDef* find_def(const Node& node) {
+  for (const OpDef& d : op_registry())
+    if (node.op == d.op_type) return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string why_unsupported(const Node& node, const Graph& graph) {
+  if (!node.domain.empty() && node.domain != "ai.onnx")
+    return "domain '" + node.domain + "' is not implemented by OptimEP";
+  const OpDef* def = find_def(node);
+  if (!def) return "op " + node.op + " is not implemented by OptimEP";
+  if (node.since_version < def->min_opset || node.since_version > def->max_opset)
+    return node.op + " opset " + std::to_string(node.since_version) + " is outside the implemented range " +
+           std::to_string(def->min_opset) + "-" + std::to_string(def->max_opset);
+  try {
+    return def->check(node, graph);
+  } catch (const std::exception& e) {
+    return std::string("attributes not understood: ") + e.what();
+  }
+}
+
+std::unique_ptr<Op> create_op(const Node& node, const Graph& graph) {
+  const std::string why = why_unsupported(node, graph);
+  if (!why.empty()) throw Error(why);
+  return find_def(node)->create(node, graph);
+}
+
+std::string require_float(const Graph& g, const Node& n, size_t input_index) {
+  if (!n.has_input(input_index)) return "";
+  const ValueInfo* v = g.value(n.inputs[input_index]);
+  if (!v || v->dtype == DType::kFloat32) return "";
+  return std::string("input '") + n.inputs[input_index] + "' is " + dtype_name(v->dtype) + " (OptimEP's " + n.op +
+         " runs float32)";
+}
+
+std::string require_float_inputs(const Graph& g, const Node& n) {
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    std::string r = require_float(g, n, i);
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw Error(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return a;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace optim

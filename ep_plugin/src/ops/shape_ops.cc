@@ -1,0 +1,235 @@
+// Data-movement ops on float32: Reshape, Flatten, Identity, Squeeze, Unsqueeze (copies), Transpose.
+#include <algorithm>
+#include <cstring>
+
+#include "op.h"
+
+namespace optim {
+namespace {
+
+// Ops whose output is the input's bytes under a new shape. The shape may depend on the int64 values
+// of one more input (Reshape's target, Squeeze/Unsqueeze axes from opset 13), read at run time.
+class CopyReshape : public Op {
+ public:
+  // values: the contents of input `value_input`, or nullptr when there is none (or it is omitted).
+  using ShapeFn = std::function<Shape(const Shape& in, const std::vector<int64_t>* values)>;
+  explicit CopyReshape(ShapeFn fn, int value_input = -1) : fn_(std::move(fn)), value_input_(value_input) {}
+  std::vector<size_t> shape_value_inputs() const override {
+    if (value_input_ < 0) return {};
+    return {static_cast<size_t>(value_input_)};
+  }
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {fn_(*in[0], nullptr)}; }
+  std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const override {
+    const std::vector<int64_t>* v = nullptr;
+    if (value_input_ >= 0 && static_cast<size_t>(value_input_) < values.size()) v = values[static_cast<size_t>(value_input_)];
+    if (value_input_ >= 0 && static_cast<size_t>(value_input_) < in.size() && in[static_cast<size_t>(value_input_)] && !v)
+      throw Error("the values of input " + std::to_string(value_input_) + " are not available");
+    return {fn_(*in[0], v)};
+  }
+  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const size_t bytes = static_cast<size_t>(in[0].numel()) * dtype_size(in[0].dtype);
+    if (bytes && out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, bytes);
+  }
+
+ private:
+  ShapeFn fn_;
+  int value_input_;
+};
+
+Shape reshape_to(const Shape& in, const std::vector<int64_t>& target, bool allowzero) {
+  Shape out(target.begin(), target.end());
+  int64_t known = 1, infer_at = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && !allowzero) {
+      if (i >= in.size()) throw Error("shape " + shape_str(target) + " copies dim " + std::to_string(i) + " that input " + shape_str(in) + " lacks");
+      out[i] = in[i];
+    }
+    if (out[i] == -1) {
+      if (infer_at >= 0) throw Error("shape " + shape_str(target) + " has more than one -1");
+      infer_at = static_cast<int64_t>(i);
+    } else if (out[i] < 0) {
+      throw Error("shape " + shape_str(target) + " has a negative dimension");
+    } else {
+      known *= out[i];
+    }
+  }
+  const int64_t total = shape_numel(in);
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0)
+      throw Error("cannot reshape " + shape_str(in) + " to " + shape_str(target));
+    out[static_cast<size_t>(infer_at)] = total / known;
+  }
+  if (shape_numel(out) != total) throw Error("cannot reshape " + shape_str(in) + " (" + std::to_string(total) + " elements) to " + shape_str(target));
+  return out;
+}
+
+class TransposeImpl : public Op {
+ public:
+  explicit TransposeImpl(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    const std::vector<int64_t> p = perm_for(x.size());
+    Shape out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = x[static_cast<size_t>(p[i])];
+    return {out};
+  }
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& xs = *in[0].shape;
+    const size_t r = xs.size();
+    const std::vector<int64_t> p = perm_for(r);
+    const Shape& ys = *out[0].shape;
+    std::vector<int64_t> xstride(r, 1);
+    for (size_t i = r; i-- > 1;) xstride[i - 1] = xstride[i] * xs[i];
+    // Stride in X of each output dim; the last output dim is the inner loop.
+    std::vector<int64_t> st(r);
+    for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(p[i])];
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    const int64_t inner = r ? ys[r - 1] : 1;
+    const int64_t inner_stride = r ? st[r - 1] : 1;
+    const int64_t rows = inner ? out[0].numel() / inner : 0;
+    rc.parallel_for(rows > 4096 ? 16 : 1, [&](size_t t) {
+      const int64_t per = (rows + (rows > 4096 ? 16 : 1) - 1) / (rows > 4096 ? 16 : 1);
+      const int64_t b = static_cast<int64_t>(t) * per, e = std::min(rows, b + per);
+      for (int64_t row = b; row < e; ++row) {
+        int64_t rem = row, off = 0;
+        for (size_t i = r - 1; i-- > 0;) {
+          off += (rem % ys[i]) * st[i];
+          rem /= ys[i];
+        }
+        float* yr = y + row * inner;
+        for (int64_t j = 0; j < inner; ++j) yr[j] = x[off + j * inner_stride];
+      }
+    });
+  }
+
+ private:
+  std::vector<int64_t> perm_for(size_t rank) const {
+    std::vector<int64_t> p = perm_;
+    if (p.empty()) {  // default: reverse the dims
+      p.resize(rank);
+      for (size_t i = 0; i < rank; ++i) p[i] = static_cast<int64_t>(rank - 1 - i);
+    }
+    if (p.size() != rank) throw Error("perm has " + std::to_string(p.size()) + " entries for rank " + std::to_string(rank));
+    std::vector<bool> seen(rank, false);
+    for (int64_t v : p) {
+      if (v < 0 || v >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(v)]) throw Error("perm is not a permutation of the dims");
+      seen[static_cast<size_t>(v)] = true;
+    }
+    return p;
+  }
+  std::vector<int64_t> perm_;
+};
+
+// "" when input `index` (a shape or axes tensor) is int64, else the reason.
+std::string require_int64(const Graph& g, const Node& n, size_t index, const char* what) {
+  if (!n.has_input(index)) return "";
+  const ValueInfo* v = g.value(n.inputs[index]);
+  if (!v || v->dtype == DType::kInt64) return "";
+  return n.op + " " + what + " '" + n.inputs[index] + "' is " + dtype_name(v->dtype) + ", not int64";
+}
+
+std::string check_data_input(const Node& n, const Graph& g) { return require_float(g, n, 0); }
+
+std::string check_reshape(const Node& n, const Graph& g) {
+  const std::string why = require_int64(g, n, 1, "shape");
+  return why.empty() ? require_float(g, n, 0) : why;
+}
+
+std::string check_squeeze(const Node& n, const Graph& g) {
+  const std::string why = n.since_version >= 13 ? require_int64(g, n, 1, "axes") : "";
+  return why.empty() ? require_float(g, n, 0) : why;
+}
+
+// Axes from the attribute (before opset 13) or from the run-time values of input 1.
+const std::vector<int64_t>& pick_axes(const std::vector<int64_t>& attr, const std::vector<int64_t>* values) {
+  return values ? *values : attr;
+}
+
+std::unique_ptr<Op> create_reshape(const Node& n, const Graph&) {
+  const bool allowzero = n.attr_i("allowzero", 0) != 0;
+  return std::make_unique<CopyReshape>(
+      [allowzero](const Shape& in, const std::vector<int64_t>* target) {
+        if (!target) throw Error("Reshape has no target shape");
+        return reshape_to(in, *target, allowzero);
+      },
+      1);
+}
+
+std::unique_ptr<Op> create_flatten(const Node& n, const Graph&) {
+  const int64_t axis_attr = n.attr_i("axis", 1);
+  return std::make_unique<CopyReshape>([axis_attr](const Shape& in, const std::vector<int64_t>*) {
+    const int64_t r = static_cast<int64_t>(in.size());
+    const int64_t axis = axis_attr < 0 ? axis_attr + r : axis_attr;
+    if (axis < 0 || axis > r) throw Error("Flatten axis " + std::to_string(axis_attr) + " is out of range for rank " + std::to_string(r));
+    int64_t a = 1, b = 1;
+    for (int64_t i = 0; i < r; ++i) (i < axis ? a : b) *= in[static_cast<size_t>(i)];
+    return Shape{a, b};
+  });
+}
+
+std::unique_ptr<Op> create_identity(const Node&, const Graph&) {
+  return std::make_unique<CopyReshape>([](const Shape& in, const std::vector<int64_t>*) { return in; });
+}
+
+std::unique_ptr<Op> create_squeeze(const Node& n, const Graph&) {
+  const std::vector<int64_t> attr = n.since_version < 13 ? n.attr_ints("axes") : std::vector<int64_t>{};
+  auto fn = [attr](const Shape& in, const std::vector<int64_t>* values) {
+    const std::vector<int64_t>& axes = pick_axes(attr, values);
+    const int64_t r = static_cast<int64_t>(in.size());
+    std::vector<bool> drop(in.size(), false);
+    if (axes.empty()) {
+      for (size_t i = 0; i < in.size(); ++i) drop[i] = in[i] == 1;
+    }
+    for (int64_t a : axes) {
+      const int64_t ax = normalize_axis(a, r, "Squeeze axis");
+      if (in[static_cast<size_t>(ax)] != 1) throw Error("Squeeze axis " + std::to_string(a) + " of " + shape_str(in) + " is not 1");
+      drop[static_cast<size_t>(ax)] = true;
+    }
+    Shape out;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!drop[i]) out.push_back(in[i]);
+    return out;
+  };
+  return std::make_unique<CopyReshape>(fn, n.since_version < 13 ? -1 : 1);
+}
+
+std::unique_ptr<Op> create_unsqueeze(const Node& n, const Graph&) {
+  const std::vector<int64_t> attr = n.since_version < 13 ? n.attr_ints("axes") : std::vector<int64_t>{};
+  auto fn = [attr](const Shape& in, const std::vector<int64_t>* values) {
+    const std::vector<int64_t>& axes = pick_axes(attr, values);
+    if (axes.empty()) throw Error("Unsqueeze needs at least one axis");
+    const int64_t r = static_cast<int64_t>(in.size() + axes.size());
+    std::vector<bool> ins(static_cast<size_t>(r), false);
+    for (int64_t a : axes) {
+      const int64_t ax = normalize_axis(a, r, "Unsqueeze axis");
+      if (ins[static_cast<size_t>(ax)]) throw Error("Unsqueeze axes repeat " + std::to_string(a));
+      ins[static_cast<size_t>(ax)] = true;
+    }
+    Shape out;
+    size_t j = 0;
+    for (int64_t i = 0; i < r; ++i) out.push_back(ins[static_cast<size_t>(i)] ? 1 : in[j++]);
+    return out;
+  };
+  return std::make_unique<CopyReshape>(fn, n.since_version < 13 ? -1 : 1);
+}
+
+std::unique_ptr<Op> create_transpose(const Node& n, const Graph&) {
+  return std::make_unique<TransposeImpl>(n.attr_ints("perm"));
+}
+
+}  // namespace
+
+std::vector<OpDef> shape_op_defs() {
+  return {
+      // Versions after 13 only add element types; the float32 semantics are unchanged.
+      {"Reshape", 5, 25, check_reshape, create_reshape},
+      {"Flatten", 1, 25, check_data_input, create_flatten},
+      {"Identity", 1, 25, check_data_input, create_identity},
+      {"Squeeze", 1, 25, check_squeeze, create_squeeze},
+      {"Unsqueeze", 1, 25, check_squeeze, create_unsqueeze},
+      {"Transpose", 1, 25, check_data_input, create_transpose},
+  };
+}
+
+}  // namespace optim

@@ -1,0 +1,49 @@
+#include "options.h"
+
+#include <cctype>
+#include <string>
+
+namespace optim {
+namespace {
+
+bool get_entry(const OrtSessionOptions* so, const std::string& key, std::string* value) {
+  int has = 0;
+  OPTIM_CHECK(ort().HasSessionConfigEntry(so, key.c_str(), &has));
+  if (!has) return false;
+  size_t size = 0;
+  OPTIM_CHECK(ort().GetSessionConfigEntry(so, key.c_str(), nullptr, &size));
+  std::string buf(size, '\0');
+  OPTIM_CHECK(ort().GetSessionConfigEntry(so, key.c_str(), buf.data(), &size));
+  while (!buf.empty() && buf.back() == '\0') buf.pop_back();
+  *value = buf;
+  return true;
+}
+
+std::string key(const char* k) { return std::string("ep.optimep.") + k; }
+
+}  // namespace
+
+EpOptions read_options(const OrtSessionOptions* so) {
+  EpOptions o;
+  std::string v;
+  if (get_entry(so, key("isa"), &v)) {
+    if (!kernels::parse_isa(v, &o.isa))
+      throw Error("option isa='" + v + "' is not one of auto, scalar, avx2", ORT_INVALID_ARGUMENT);
+    if (!kernels::isa_supported(o.isa))
+      throw Error("option isa='" + v + "' is not supported by this CPU (needs AVX2 and FMA)", ORT_INVALID_ARGUMENT);
+  }
+  if (get_entry(so, key("min_partition_nodes"), &v)) {
+    bool ok = !v.empty();
+    for (char c : v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+    if (!ok || v.size() > 9) throw Error("option min_partition_nodes='" + v + "' is not a non-negative integer", ORT_INVALID_ARGUMENT);
+    o.min_partition_nodes = static_cast<size_t>(std::stoul(v));
+  }
+  if (get_entry(so, key("placement_report"), &v)) o.placement_report = v;
+  if (get_entry(so, key("log"), &v)) {
+    if (v != "0" && v != "1") throw Error("option log='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
+    o.log = v == "1";
+  }
+  return o;
+}
+
+}  // namespace optim

@@ -1,0 +1,22 @@
+// OptimEP's options. Applications pass them as EP options (`add_provider_for_devices(devs, {"isa": "scalar"})`);
+// ORT hands them over as session config entries `ep.optimep.<key>`.
+#pragma once
+
+#include <string>
+
+#include "../kernels/kernel_table.h"
+#include "ort_api.h"
+
+namespace optim {
+
+struct EpOptions {
+  kernels::Isa isa = kernels::best_isa();  // isa=auto|scalar|avx2
+  size_t min_partition_nodes = 1;          // smaller connected groups stay on the CPU EP
+  std::string placement_report;            // path: JSON of claimed groups and refused nodes, rewritten per GetCapability
+  bool log = false;                        // log=1: each refusal as a warning on ORT's logger
+};
+
+// Reads and validates the options; throws Error naming the option and the accepted values.
+EpOptions read_options(const OrtSessionOptions* so);
+
+}  // namespace optim

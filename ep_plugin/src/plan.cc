@@ -1,0 +1,327 @@
+#include "plan.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace optim {
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// First-fit placement of live buffers in one arena.
+class ArenaPlanner {
+ public:
+  size_t allocate(size_t bytes) {
+    bytes = align_up(std::max<size_t>(bytes, 1));
+    size_t at = 0;
+    for (const auto& [off, size] : live_) {
+      if (off >= at + bytes) break;
+      at = std::max(at, off + size);
+    }
+    live_.emplace(at, bytes);
+    peak_ = std::max(peak_, at + bytes);
+    return at;
+  }
+  void release(size_t offset) {
+    for (auto it = live_.begin(); it != live_.end(); ++it)
+      if (it->first == offset) { live_.erase(it); return; }
+  }
+  size_t peak() const { return peak_; }
+
+ private:
+  std::multimap<size_t, size_t> live_;  // offset -> size, ordered by offset
+  size_t peak_ = 0;
+};
+
+}  // namespace
+
+Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>& input_names,
+           const std::vector<std::string>& output_names, const kernels::KernelTable& kernels)
+    : name_(std::move(name)), kernels_(kernels), constants_(graph.constants) {
+  std::map<std::string, int> slot_of;
+  auto add_slot = [&](const std::string& n, SlotKind kind, int io) {
+    Slot s;
+    s.name = n;
+    s.kind = kind;
+    s.io_index = io;
+    if (const ValueInfo* v = graph.value(n)) s.dtype = v->dtype;
+    slots_.push_back(s);
+    slot_of[n] = static_cast<int>(slots_.size() - 1);
+    return slot_of[n];
+  };
+  for (size_t i = 0; i < input_names.size(); ++i) input_slots_.push_back(add_slot(input_names[i], SlotKind::kInput, static_cast<int>(i)));
+  for (auto& [n, t] : constants_) {
+    if (slot_of.count(n)) continue;
+    const int s = add_slot(n, SlotKind::kConstant, -1);
+    slots_[s].constant = &t;
+    slots_[s].dtype = t.dtype;
+  }
+  std::map<std::string, int> output_index;
+  for (size_t i = 0; i < output_names.size(); ++i) output_index[output_names[i]] = static_cast<int>(i);
+
+  for (size_t ni : topo_order(graph)) {
+    const Node& node = graph.nodes[ni];
+    Step step;
+    step.label = node.label();
+    step.op_type = node.op;
+    try {
+      step.op = create_op(node, graph);
+    } catch (const std::exception& e) {
+      throw Error("compiling node " + step.label + ": " + e.what());
+    }
+    for (const auto& in : node.inputs) {
+      if (in.empty()) { step.in.push_back(-1); continue; }
+      auto it = slot_of.find(in);
+      if (it == slot_of.end()) throw Error("node " + step.label + " reads '" + in + "', which nothing in the partition provides");
+      step.in.push_back(it->second);
+    }
+    for (const auto& out : node.outputs) {
+      if (out.empty()) { step.out.push_back(-1); continue; }
+      auto oi = output_index.find(out);
+      step.out.push_back(add_slot(out, oi == output_index.end() ? SlotKind::kTemp : SlotKind::kOutput,
+                                  oi == output_index.end() ? -1 : oi->second));
+    }
+    steps_.push_back(std::move(step));
+  }
+  output_slots_.assign(output_names.size(), -1);
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].kind == SlotKind::kOutput) output_slots_[static_cast<size_t>(slots_[i].io_index)] = static_cast<int>(i);
+  for (size_t i = 0; i < output_slots_.size(); ++i)
+    if (output_slots_[i] < 0) throw Error("fused output '" + output_names[i] + "' is not produced by the partition");
+
+  // Fuse Relu into the op before it when that op's output feeds only the Relu and leaves no partition.
+  std::vector<int> readers(slots_.size(), 0);
+  for (const auto& s : steps_)
+    for (int in : s.in)
+      if (in >= 0) ++readers[static_cast<size_t>(in)];
+  for (size_t i = 0; i + 1 < steps_.size(); ++i) {
+    Step& a = steps_[i];
+    for (size_t j = i + 1; j < steps_.size(); ++j) {
+      Step& b = steps_[j];
+      if (!b.op || b.op_type != "Relu" || b.in.size() != 1 || a.out.size() != 1) continue;
+      const int mid = a.out[0];
+      if (b.in[0] != mid || slots_[static_cast<size_t>(mid)].kind != SlotKind::kTemp || readers[static_cast<size_t>(mid)] != 1) continue;
+      if (!a.op->try_fuse_relu()) break;
+      a.out[0] = b.out[0];
+      a.label += " + " + b.label;
+      b.op.reset();
+      break;
+    }
+  }
+  steps_.erase(std::remove_if(steps_.begin(), steps_.end(), [](const Step& s) { return !s.op; }), steps_.end());
+
+  // Slots whose values decide shapes: constants are read once here, fused inputs on every run.
+  for (const Step& st : steps_) {
+    for (size_t idx : st.op->shape_value_inputs()) {
+      if (idx >= st.in.size() || st.in[idx] < 0) continue;
+      const int slot = st.in[idx];
+      const Slot& sl = slots_[static_cast<size_t>(slot)];
+      if (sl.kind == SlotKind::kConstant) {
+        constant_values_[slot] = sl.constant->as_int64();
+      } else if (sl.kind == SlotKind::kInput) {
+        if (sl.dtype != DType::kInt64) throw Error("node " + st.label + ": shape input '" + sl.name + "' is not int64");
+        if (std::find(value_inputs_.begin(), value_inputs_.end(), slot) == value_inputs_.end()) value_inputs_.push_back(slot);
+      } else {
+        throw Error("node " + st.label + ": shape input '" + sl.name + "' is computed inside the partition");
+      }
+    }
+  }
+
+  last_use_.assign(slots_.size(), -1);
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (int in : steps_[i].in)
+      if (in >= 0) last_use_[static_cast<size_t>(in)] = static_cast<int>(i);
+}
+
+std::string Plan::step_error(const Step& s, const std::vector<Shape>& shapes, const std::string& what) const {
+  std::string msg = "node " + s.label + " (inputs";
+  for (int in : s.in) {
+    if (in < 0) { msg += " -"; continue; }
+    const Slot& sl = slots_[static_cast<size_t>(in)];
+    msg += " " + sl.name + ":" + dtype_name(sl.dtype) + (static_cast<size_t>(in) < shapes.size() ? shape_str(shapes[static_cast<size_t>(in)]) : "");
+  }
+  return msg + "): " + what;
+}
+
+std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>& input_shapes,
+                                                       const std::map<int, std::vector<int64_t>>& values) const {
+  auto sp = std::make_shared<ShapePlan>();
+  sp->shapes.resize(slots_.size());
+  sp->offsets.assign(slots_.size(), 0);
+  for (size_t i = 0; i < input_slots_.size(); ++i) sp->shapes[static_cast<size_t>(input_slots_[i])] = input_shapes[i];
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].kind == SlotKind::kConstant) sp->shapes[i] = slots_[i].constant->shape;
+  ArenaPlanner arena;
+  size_t max_scratch = 0;
+  sp->step_scratch.resize(steps_.size());
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& s = steps_[si];
+    std::vector<const Shape*> ins;
+    for (int in : s.in) ins.push_back(in < 0 ? nullptr : &sp->shapes[static_cast<size_t>(in)]);
+    ShapeValues vals(s.in.size(), nullptr);
+    for (size_t idx : s.op->shape_value_inputs()) {
+      if (idx >= s.in.size() || s.in[idx] < 0) continue;
+      auto it = values.find(s.in[idx]);
+      if (it != values.end()) {
+        vals[idx] = &it->second;
+      } else if (auto ct = constant_values_.find(s.in[idx]); ct != constant_values_.end()) {
+        vals[idx] = &ct->second;
+      }
+    }
+    std::vector<Shape> outs;
+    try {
+      outs = s.op->infer(ins, vals);
+      sp->step_scratch[si] = s.op->scratch_bytes(ins);
+    } catch (const std::exception& e) {
+      throw Error(step_error(s, sp->shapes, e.what()), ORT_INVALID_ARGUMENT);
+    }
+    max_scratch = std::max(max_scratch, sp->step_scratch[si]);
+    for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) {
+      if (s.out[o] < 0) continue;
+      const size_t slot = static_cast<size_t>(s.out[o]);
+      sp->shapes[slot] = outs[o];
+      if (slots_[slot].kind == SlotKind::kTemp) {
+        sp->offsets[slot] = arena.allocate(static_cast<size_t>(shape_numel(outs[o])) * dtype_size(slots_[slot].dtype));
+        if (last_use_[slot] < 0) arena.release(sp->offsets[slot]);
+      }
+    }
+    for (int in : s.in)
+      if (in >= 0 && slots_[static_cast<size_t>(in)].kind == SlotKind::kTemp && last_use_[static_cast<size_t>(in)] == static_cast<int>(si))
+        arena.release(sp->offsets[static_cast<size_t>(in)]);
+  }
+  sp->scratch_offset = align_up(arena.peak());
+  sp->arena_bytes = sp->scratch_offset + align_up(max_scratch);
+  return sp;
+}
+
+std::shared_ptr<const Plan::ShapePlan> Plan::shape_plan(const std::vector<Shape>& input_shapes,
+                                                        const std::map<int, std::vector<int64_t>>& values) const {
+  std::vector<int64_t> key;
+  for (const Shape& s : input_shapes) {
+    key.push_back(static_cast<int64_t>(s.size()));
+    key.insert(key.end(), s.begin(), s.end());
+  }
+  for (const auto& [slot, v] : values) {
+    key.push_back(static_cast<int64_t>(v.size()));
+    key.insert(key.end(), v.begin(), v.end());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  std::shared_ptr<const ShapePlan> sp = make_shape_plan(input_shapes, values);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Unbounded shape variety would grow the cache forever: keep the most recent few hundred.
+  if (cache_.size() >= 256) cache_.erase(cache_.begin());
+  cache_.emplace(key, sp);
+  return sp;
+}
+
+void Plan::run(OrtKernelContext* ctx) const {
+  const size_t n_in = input_slots_.size();
+  std::vector<Shape> in_shapes(n_in);
+  std::vector<const void*> in_data(n_in);
+  for (size_t i = 0; i < n_in; ++i) {
+    const OrtValue* v = nullptr;
+    OPTIM_CHECK(ort().KernelContext_GetInput(ctx, i, &v));
+    const Slot& sl = slots_[static_cast<size_t>(input_slots_[i])];
+    if (!v) throw Error("input '" + sl.name + "' is missing", ORT_INVALID_ARGUMENT);
+    OrtTensorTypeAndShapeInfo* info = nullptr;
+    OPTIM_CHECK(ort().GetTensorTypeAndShape(v, &info));
+    size_t rank = 0;
+    ONNXTensorElementDataType et;
+    OrtStatus* st = ort().GetDimensionsCount(info, &rank);
+    if (!st) {
+      in_shapes[i].resize(rank);
+      if (rank) st = ort().GetDimensions(info, in_shapes[i].data(), rank);
+    }
+    if (!st) st = ort().GetTensorElementType(info, &et);
+    ort().ReleaseTensorTypeAndShapeInfo(info);
+    OPTIM_CHECK(st);
+    if (dtype_from_onnx(et) != sl.dtype)
+      throw Error("input '" + sl.name + "' is " + dtype_name(dtype_from_onnx(et)) + ", the partition was compiled for " + dtype_name(sl.dtype), ORT_INVALID_ARGUMENT);
+    OPTIM_CHECK(ort().GetTensorData(v, &in_data[i]));
+  }
+  std::map<int, std::vector<int64_t>> values;
+  for (int slot : value_inputs_) {
+    const int i = slots_[static_cast<size_t>(slot)].io_index;
+    const int64_t n = shape_numel(in_shapes[static_cast<size_t>(i)]);
+    const int64_t* p = static_cast<const int64_t*>(in_data[static_cast<size_t>(i)]);
+    values[slot].assign(p, p + n);
+  }
+  std::shared_ptr<const ShapePlan> sp = shape_plan(in_shapes, values);
+
+  std::unique_ptr<std::vector<uint8_t>> arena;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_arenas_.empty()) {
+      arena = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+    }
+  }
+  if (!arena) arena = std::make_unique<std::vector<uint8_t>>();
+  if (arena->size() < sp->arena_bytes + kAlign) arena->resize(sp->arena_bytes + kAlign);
+  uint8_t* base = arena->data();
+  base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
+
+  std::vector<void*> data(slots_.size(), nullptr);
+  for (size_t i = 0; i < n_in; ++i) data[static_cast<size_t>(input_slots_[i])] = const_cast<void*>(in_data[i]);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].kind == SlotKind::kConstant) data[i] = const_cast<uint8_t*>(slots_[i].constant->bytes.data());
+    if (slots_[i].kind == SlotKind::kTemp) data[i] = base + sp->offsets[i];
+  }
+  for (size_t j = 0; j < output_slots_.size(); ++j) {
+    const size_t slot = static_cast<size_t>(output_slots_[j]);
+    const Shape& s = sp->shapes[slot];
+    OrtValue* ov = nullptr;
+    OPTIM_CHECK(ort().KernelContext_GetOutput(ctx, j, s.data(), s.size(), &ov));
+    void* p = nullptr;
+    OPTIM_CHECK(ort().GetTensorMutableData(ov, &p));
+    data[slot] = p;
+  }
+
+  struct ReturnArena {  // hands the arena back to the pool on every exit path
+    const Plan* plan;
+    std::unique_ptr<std::vector<uint8_t>>* arena;
+    ~ReturnArena() {
+      std::lock_guard<std::mutex> lock(plan->mu_);
+      plan->free_arenas_.push_back(std::move(*arena));
+    }
+  } give_back{this, &arena};
+
+  std::vector<TensorRef> ins;
+  std::vector<TensorOut> outs;
+  for (size_t si = 0; si < steps_.size(); ++si) {
+    const Step& s = steps_[si];
+    ins.clear();
+    outs.clear();
+    for (int in : s.in) {
+      TensorRef r;
+      if (in >= 0) {
+        r.dtype = slots_[static_cast<size_t>(in)].dtype;
+        r.shape = &sp->shapes[static_cast<size_t>(in)];
+        r.data = data[static_cast<size_t>(in)];
+      }
+      ins.push_back(r);
+    }
+    for (int o : s.out) {
+      TensorOut r;
+      if (o >= 0) {
+        r.dtype = slots_[static_cast<size_t>(o)].dtype;
+        r.shape = &sp->shapes[static_cast<size_t>(o)];
+        r.data = data[static_cast<size_t>(o)];
+      }
+      outs.push_back(r);
+    }
+    RunContext rc(kernels_, ctx, base + sp->scratch_offset, sp->step_scratch[si]);
+    try {
+      s.op->run(rc, ins, outs);
+    } catch (const std::exception& e) {
+      throw Error(step_error(s, sp->shapes, e.what()));
+    }
+  }
+}
+
+}  // namespace optim

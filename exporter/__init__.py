@@ -1,0 +1,33 @@
+"""PyTorch artifact -> ONNX, verified against PyTorch on ONNX Runtime's CPU EP (needs torch).
+
+    from optim.exporter import export
+    result = export("cnn", "cnn.onnx")                       # a zoo model
+    result = export("model.pt2", "model.onnx")               # torch.export archive
+    result = export("mypkg.nets:build", "m.onnx", inputs=["x:batchx3x224x224"], weights="w.pt")
+    print(result.exporter, result.report)
+
+Every user mistake raises ExportError (a ValueError) with one sentence saying what and how to fix.
+"""
+
+from .detect import detect_kind
+from .errors import ExportError
+from .pipeline import export
+from .result import ExportResult
+from .specs import DYNAMIC_EXAMPLE_SIZE, InputSpec, parse_input_spec
+from .to_onnx import EXPORTERS
+from .verify import FLOAT_ATOL, FLOAT_RTOL, HALF_ATOL, HALF_RTOL
+
+__all__ = [
+    "DYNAMIC_EXAMPLE_SIZE",
+    "EXPORTERS",
+    "FLOAT_ATOL",
+    "FLOAT_RTOL",
+    "HALF_ATOL",
+    "HALF_RTOL",
+    "ExportError",
+    "ExportResult",
+    "InputSpec",
+    "detect_kind",
+    "export",
+    "parse_input_spec",
+]

@@ -1,0 +1,92 @@
+"""export(): a PyTorch artifact to a verified ONNX file, the exporter's one public entry point."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .errors import ExportError, first_line
+from .examples import describe, resized_inputs
+from .inputs import resolve_inputs
+from .loading import load_model
+from .outputs import flatten_outputs, output_names
+from .result import ExportResult, describe_values
+from .specs import InputSpec
+from .staging import staged_output
+from .to_onnx import EXPORTERS, export_onnx
+from .verify import verify_onnx
+
+log = logging.getLogger("optim.exporter")
+
+
+def export(
+    spec: str | os.PathLike,
+    output: str | os.PathLike,
+    inputs: Sequence[str | InputSpec] | None = None,
+    example_inputs: str | os.PathLike | Mapping[str, np.ndarray] | None = None,
+    dynamic: Sequence[str] | Mapping[str, Mapping[int, str]] | None = None,
+    opset: int = 18,
+    exporter: str = "auto",
+    weights: str | os.PathLike | None = None,
+    trust_pickle: bool = False,
+    verify: bool = True,
+    verbose: bool = False,
+) -> ExportResult:
+    """Exports SPEC to the ONNX file `output` and checks it against PyTorch.
+
+    SPEC: a TorchScript archive, a torch.export .pt2 archive, a zoo name (mlp, cnn, transformer)
+    or package.module:factory (+ `weights`, a state_dict file). A fully pickled nn.Module loads
+    only with trust_pickle=True (unpickling runs code from the file).
+    `inputs`: "NAME:DIMS[:DTYPE]" strings (a named dim is dynamic) or InputSpecs;
+    `example_inputs`: .npz path or {name: array}; `dynamic`: "NAME:AXIS[:DIM_NAME]" strings or
+    {name: {axis: dim name}} (see resolve_inputs for which source wins).
+    `exporter`: "auto" (dynamo, then TorchScript), "dynamo" or "torchscript".
+    Verification runs the file on ONNX Runtime's CPU EP against PyTorch on the example inputs
+    and, with dynamic axes, on inputs resized along every one of them (tolerances in verify.py).
+    The file appears only after it passed (or verify=False); an existing file is replaced then.
+    Raises ExportError with one sentence for anything the user can fix.
+    """
+    if exporter not in EXPORTERS:
+        raise ExportError(f"exporter {exporter!r} is not one of {', '.join(EXPORTERS)}")
+    loaded = load_model(spec, weights=weights, trust_pickle=trust_pickle)
+    specs, examples = resolve_inputs(loaded, inputs, example_inputs, dynamic)
+
+    def reference(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        return [t.detach().cpu().numpy() for _, t in _run_torch(loaded.module, specs, feeds)]
+
+    try:
+        outputs = _run_torch(loaded.module, specs, examples)
+    except Exception as e:
+        raise ExportError(
+            f"the PyTorch model fails on the example inputs ({describe(examples)}): {type(e).__name__}: "
+            f"{first_line(e)}; check the input shapes and dtypes"
+        ) from None
+    if not outputs:
+        raise ExportError(f"{loaded.source} returns no tensors, so there is nothing to export")
+    names = output_names([path for path, _ in outputs])
+    args = tuple(torch.from_numpy(np.array(examples[s.name], copy=True)) for s in specs)
+
+    with staged_output(output) as staged:
+        used = export_onnx(loaded, args, specs, names, opset, exporter, staged, verbose=verbose)
+        log.info("exported %s with the %s exporter (opset %d)", loaded.source, used, opset)
+        report = []
+        if verify:
+            checks = [("example", examples)]
+            if any(s.dynamic for s in specs):
+                checks.append(("resized", resized_inputs(specs, examples)))
+            report = verify_onnx(staged, reference, checks)
+        onnx_inputs, onnx_outputs = describe_values(staged)
+    return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report)
+
+
+def _run_torch(module, specs: list[InputSpec], feeds: Mapping[str, np.ndarray]):
+    # Copies: a model that writes into its inputs must not change the arrays ONNX Runtime sees.
+    args = [torch.from_numpy(np.array(feeds[s.name], copy=True)) for s in specs]
+    with torch.no_grad():
+        return flatten_outputs(module(*args))
+

@@ -1,0 +1,120 @@
+"""The reference model zoo: small PyTorch models used by tests, the demo and the benchmarks.
+
+    from optim.models import ZOO, get, example_inputs
+    entry = get("cnn")
+    module = entry.factory()               # nn.Module in eval mode, same weights on every call
+    feeds = example_inputs(entry)          # {"x": float32 array of entry's shape}
+
+Importing this package does not import torch (runtime users have none): each entry names its
+factory lazily (LazyFactory(".<file>:<function>")), imported on the first call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
+
+# (name, shape, dtype string as numpy spells it: "float32", "int64")
+InputInfo = tuple[str, tuple[int, ...], str]
+
+
+@dataclass(frozen=True)
+class LazyFactory:
+    """A zero-argument factory named "module:function", imported on the first call.
+
+    A module starting with "." is relative to optim.models. The registry holds these instead of
+    functions so that importing optim.models does not import torch.
+    """
+
+    target: str
+
+    def __call__(self):
+        module_name, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module_name, package=__name__), attr)()
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One zoo model: how to build it and what it takes.
+
+    `factory()` returns a fresh nn.Module in eval mode with the same weights on every call
+    (it imports torch). `inputs` lists (name, shape, dtype); `dynamic` maps an input name to
+    {axis: dim name}. `int_ranges` gives the half-open value range [low, high) of integer inputs
+    (token ids must stay below the vocabulary size).
+    """
+
+    name: str
+    factory: Callable[[], Any]
+    inputs: list[InputInfo]
+    dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
+    description: str = ""
+    int_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+_VOCAB = 100
+
+ZOO: dict[str, ZooEntry] = {
+    e.name: e
+    for e in [
+        ZooEntry(
+            name="mlp",
+            factory=LazyFactory(".mlp:build"),
+            inputs=[("x", (1, 64), "float32")],
+            dynamic={"x": {0: "batch"}},
+            description="Linear 64->128, ReLU, Linear 128->128, ReLU, Linear 128->10",
+        ),
+        ZooEntry(
+            name="cnn",
+            factory=LazyFactory(".cnn:build"),
+            inputs=[("x", (1, 3, 32, 32), "float32")],
+            dynamic={"x": {0: "batch"}},
+            description="ResNet-style: Conv-BN-ReLU stem, MaxPool, two basic blocks (one strided with "
+            "a 1x1 projection), global average pool, Linear -> 10",
+        ),
+        ZooEntry(
+            name="transformer",
+            factory=LazyFactory(".transformer:build"),
+            inputs=[("input_ids", (1, 16), "int64")],
+            dynamic={"input_ids": {0: "batch", 1: "sequence"}},
+            description=f"one pre-LayerNorm encoder block: embedding (vocab {_VOCAB}, d_model 64), "
+            "4-head self-attention from explicit Linear/MatMul/Softmax, GELU MLP, residuals",
+            int_ranges={"input_ids": (0, _VOCAB)},
+        ),
+    ]
+}
+
+
+def get(name: str) -> ZooEntry:
+    """The zoo entry called `name`; KeyError naming the known models otherwise."""
+    try:
+        return ZOO[name]
+    except KeyError:
+        raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(sorted(ZOO))}") from None
+
+
+def example_inputs(entry: ZooEntry | str, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random inputs of the entry's shapes and dtypes, the same for the same seed.
+
+    Floats are standard normal; integers are uniform in the entry's `int_ranges` (default [0, 2)).
+    """
+    if isinstance(entry, str):
+        entry = get(entry)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, shape, dtype in entry.inputs:
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            feeds[name] = rng.standard_normal(shape).astype(dt)
+        elif dt.kind in "iu":
+            low, high = entry.int_ranges.get(name, (0, 2))
+            feeds[name] = rng.integers(low, high, size=shape, dtype=dt)
+        elif dt.kind == "b":
+            feeds[name] = rng.integers(0, 2, size=shape).astype(dt)
+        else:
+            raise TypeError(f"zoo input {name!r} has dtype {dtype}, which example_inputs cannot generate")
+    return feeds

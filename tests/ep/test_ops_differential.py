@@ -1,0 +1,137 @@
+"""Each op OptimEP claims, on small graphs: OptimEP (CPU fallback disabled) vs ORT's CPU EP,
+both kernel ISAs, shapes chosen to hit tile edges (GEMM tiles are 6 rows x 16 columns)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from helpers import ISAS, assert_close, make_model, rand, run_cpu, run_optim
+
+RNG = np.random.default_rng(1234)
+CASES: dict[str, tuple] = {}  # id -> (model bytes, feeds, exact)
+
+
+def case(cid: str, nodes, inputs: dict, outputs, inits=None, opset=17, exact=False, feeds=None):
+    model = make_model(nodes, {k: (np.float32, v.shape) for k, v in inputs.items()}, outputs, inits, opset)
+    CASES[cid] = (model, feeds or inputs, exact)
+
+
+N = helper.make_node
+
+# --- Gemm / MatMul -----------------------------------------------------------------------------
+for m, k, n in [(1, 1, 1), (5, 3, 15), (7, 64, 17), (13, 33, 48), (6, 16, 16)]:
+    case(f"gemm_bias_transB_{m}x{k}x{n}", [N("Gemm", ["a", "w", "c"], ["y"], transB=1)],
+         {"a": rand(RNG, m, k)}, ["y"], {"w": rand(RNG, n, k), "c": rand(RNG, n)})
+    case(f"matmul_const_{m}x{k}x{n}", [N("MatMul", ["a", "w"], ["y"])], {"a": rand(RNG, m, k)}, ["y"],
+         {"w": rand(RNG, k, n)})
+case("gemm_alpha_beta_fullC", [N("Gemm", ["a", "w", "c"], ["y"], alpha=0.5, beta=2.0)],
+     {"a": rand(RNG, 9, 10)}, ["y"], {"w": rand(RNG, 10, 20), "c": rand(RNG, 9, 20)})
+case("gemm_colC", [N("Gemm", ["a", "w", "c"], ["y"])], {"a": rand(RNG, 9, 10)}, ["y"],
+     {"w": rand(RNG, 10, 20), "c": rand(RNG, 9, 1)})
+case("gemm_transA_noC", [N("Gemm", ["a", "w"], ["y"], transA=1)], {"a": rand(RNG, 10, 7)}, ["y"],
+     {"w": rand(RNG, 10, 18)})
+case("gemm_runtime_B", [N("Gemm", ["a", "b"], ["y"], transB=1)], {"a": rand(RNG, 4, 5), "b": rand(RNG, 19, 5)}, ["y"])
+case("matmul_3d_x_2d", [N("MatMul", ["a", "w"], ["y"])], {"a": rand(RNG, 2, 7, 24)}, ["y"], {"w": rand(RNG, 24, 33)})
+case("matmul_batched", [N("MatMul", ["a", "b"], ["y"])], {"a": rand(RNG, 3, 5, 8), "b": rand(RNG, 3, 8, 17)}, ["y"])
+case("matmul_broadcast_batch", [N("MatMul", ["a", "b"], ["y"])],
+     {"a": rand(RNG, 2, 3, 5, 8), "b": rand(RNG, 3, 8, 4)}, ["y"])
+case("matmul_vec_mat", [N("MatMul", ["a", "b"], ["y"])], {"a": rand(RNG, 8), "b": rand(RNG, 8, 5)}, ["y"])
+case("matmul_mat_vec", [N("MatMul", ["a", "b"], ["y"])], {"a": rand(RNG, 3, 8), "b": rand(RNG, 8)}, ["y"])
+
+# --- element-wise ------------------------------------------------------------------------------
+for op in ["Add", "Sub", "Mul", "Div"]:
+    for name, sa, sb in [("same", (3, 37), (3, 37)), ("scalar", (4, 9), ()), ("row", (5, 19), (19,)),
+                         ("channel", (2, 3, 4, 5), (3, 1, 1)), ("outer", (6, 1), (1, 7)),
+                         ("left_scalar", (), (2, 33))]:
+        b = rand(RNG, *sb, low=0.5) if op == "Div" else rand(RNG, *sb)
+        case(f"{op.lower()}_{name}", [N(op, ["a", "b"], ["y"])], {"a": rand(RNG, *sa), "b": b}, ["y"], exact=op != "Div")
+    case(f"{op.lower()}_const_operand", [N(op, ["a", "c"], ["y"])], {"a": rand(RNG, 2, 8, 3)}, ["y"],
+         {"c": rand(RNG, 8, 1, low=0.5)}, exact=op != "Div")
+
+UNARY = {"Relu": None, "Sigmoid": None, "Tanh": None, "Erf": None, "Sqrt": 0.01, "Exp": None, "Neg": None, "Abs": None}
+for op, low in UNARY.items():
+    x = rand(RNG, 3, 41, low=low)
+    case(f"{op.lower()}", [N(op, ["x"], ["y"])], {"x": x}, ["y"], exact=op in ("Relu", "Neg", "Abs"))
+case("gelu", [N("Gelu", ["x"], ["y"])], {"x": rand(RNG, 4, 33)}, ["y"], opset=20)
+case("gelu_tanh", [N("Gelu", ["x"], ["y"], approximate="tanh")], {"x": rand(RNG, 4, 33)}, ["y"], opset=20)
+case("clip", [N("Clip", ["x", "lo", "hi"], ["y"])], {"x": rand(RNG, 5, 21)}, ["y"],
+     {"lo": np.float32(-0.5), "hi": np.float32(0.7)}, exact=True)
+case("clip_min_only", [N("Clip", ["x", "lo"], ["y"])], {"x": rand(RNG, 5, 21)}, ["y"], {"lo": np.float32(0.0)}, exact=True)
+case("relu_nan_inf", [N("Relu", ["x"], ["y"])], {"x": np.array([[np.nan, -np.inf, np.inf, -1, 0, 2, 3, -4, 5, np.nan]],
+                                                           dtype=np.float32)}, ["y"], exact=True)
+
+# --- Conv / pooling / normalization -------------------------------------------------------------
+def conv(cid, x, w, b=None, relu=False, **attrs):
+    inits = {"w": w} | ({"b": b} if b is not None else {})
+    nodes = [N("Conv", ["x", "w"] + (["b"] if b is not None else []), ["c" if relu else "y"], **attrs)]
+    if relu:
+        nodes.append(N("Relu", ["c"], ["y"]))
+    case(cid, nodes, {"x": x}, ["y"], inits)
+
+
+conv("conv3x3_pad1", rand(RNG, 1, 3, 9, 11), rand(RNG, 8, 3, 3, 3), rand(RNG, 8), pads=[1, 1, 1, 1])
+conv("conv3x3_stride2_batch2", rand(RNG, 2, 4, 10, 10), rand(RNG, 5, 4, 3, 3), rand(RNG, 5), strides=[2, 2], pads=[1, 1, 1, 1])
+conv("conv_dilated", rand(RNG, 1, 2, 12, 12), rand(RNG, 3, 2, 3, 3), dilations=[2, 2])
+conv("conv_groups2", rand(RNG, 1, 4, 7, 7), rand(RNG, 6, 2, 3, 3), rand(RNG, 6), group=2, pads=[1, 1, 1, 1])
+conv("conv_depthwise", rand(RNG, 2, 6, 8, 8), rand(RNG, 6, 1, 3, 3), rand(RNG, 6), group=6, pads=[1, 1, 1, 1])
+conv("conv1x1", rand(RNG, 1, 16, 5, 5), rand(RNG, 17, 16, 1, 1), rand(RNG, 17))
+conv("conv_same_upper", rand(RNG, 1, 3, 8, 7), rand(RNG, 4, 3, 4, 4), auto_pad="SAME_UPPER", strides=[2, 2])
+conv("conv_asym_pads", rand(RNG, 1, 3, 6, 6), rand(RNG, 4, 3, 3, 2), pads=[0, 1, 2, 0])
+conv("conv1d", rand(RNG, 2, 3, 20), rand(RNG, 5, 3, 3), rand(RNG, 5), pads=[1, 1], strides=[2])
+conv("conv_relu_fused", rand(RNG, 1, 3, 9, 9), rand(RNG, 8, 3, 3, 3), rand(RNG, 8), relu=True, pads=[1, 1, 1, 1])
+
+case("maxpool2x2", [N("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])], {"x": rand(RNG, 1, 3, 8, 9)}, ["y"], exact=True)
+case("maxpool3x3_s2_pad1", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])],
+     {"x": rand(RNG, 2, 3, 9, 9)}, ["y"], exact=True)
+case("maxpool_ceil", [N("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)],
+     {"x": rand(RNG, 1, 2, 8, 8)}, ["y"], exact=True)
+case("avgpool_exclude_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+     {"x": rand(RNG, 1, 2, 6, 7)}, ["y"])
+case("avgpool_include_pad", [N("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)],
+     {"x": rand(RNG, 1, 2, 6, 7)}, ["y"])
+case("global_avgpool", [N("GlobalAveragePool", ["x"], ["y"])], {"x": rand(RNG, 2, 5, 7, 6)}, ["y"])
+case("global_maxpool", [N("GlobalMaxPool", ["x"], ["y"])], {"x": rand(RNG, 2, 5, 7, 6)}, ["y"], exact=True)
+case("batchnorm", [N("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)], {"x": rand(RNG, 2, 4, 5, 3)}, ["y"],
+     {"s": rand(RNG, 4), "b": rand(RNG, 4), "m": rand(RNG, 4), "v": rand(RNG, 4, low=0.1)})
+case("layernorm_last", [N("LayerNormalization", ["x", "s", "b"], ["y"])], {"x": rand(RNG, 2, 5, 24)}, ["y"],
+     {"s": rand(RNG, 24), "b": rand(RNG, 24)})
+case("layernorm_axis1_nobias", [N("LayerNormalization", ["x", "s"], ["y"], axis=1, epsilon=1e-3)], {"x": rand(RNG, 3, 4, 6)}, ["y"],
+     {"s": rand(RNG, 4, 6)})
+case("softmax_last", [N("Softmax", ["x"], ["y"])], {"x": rand(RNG, 3, 4, 19)}, ["y"], opset=13)
+case("softmax_axis1", [N("Softmax", ["x"], ["y"], axis=1)], {"x": rand(RNG, 3, 4, 5)}, ["y"], opset=13)
+case("softmax_opset11_flatten", [N("Softmax", ["x"], ["y"], axis=1)], {"x": rand(RNG, 3, 4, 5)}, ["y"], opset=11)
+
+# --- data movement ------------------------------------------------------------------------------
+case("flatten", [N("Flatten", ["x"], ["y"], axis=2)], {"x": rand(RNG, 2, 3, 4, 5)}, ["y"], exact=True)
+case("reshape_zero_minus1", [N("Reshape", ["x", "s"], ["y"])], {"x": rand(RNG, 2, 3, 4)}, ["y"],
+     {"s": np.array([0, -1], dtype=np.int64)}, exact=True)
+case("transpose_0213", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3])], {"x": rand(RNG, 2, 3, 4, 5)}, ["y"], exact=True)
+case("transpose_default", [N("Transpose", ["x"], ["y"])], {"x": rand(RNG, 3, 4, 5)}, ["y"], exact=True)
+case("squeeze_unsqueeze", [N("Unsqueeze", ["x", "a"], ["u"]), N("Squeeze", ["u", "a"], ["y"])], {"x": rand(RNG, 3, 4)}, ["y"],
+     {"a": np.array([0, 3], dtype=np.int64)}, exact=True)
+case("identity", [N("Identity", ["x"], ["y"])], {"x": rand(RNG, 3, 4)}, ["y"], exact=True)
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(CASES))
+def test_op_matches_cpu_ep(cid, isa):
+    model, feeds, exact = CASES[cid]
+    ref = run_cpu(model, feeds)
+    ours = run_optim(model, feeds, isa=isa)
+    for i, (o, r) in enumerate(zip(ours, ref)):
+        if exact:
+            assert_close(o, r, atol=0, rtol=0, what=f"{cid} output {i}")
+        else:
+            assert_close(o, r, what=f"{cid} output {i}")
+
+
+def test_scalar_and_avx2_agree_on_a_large_gemm():
+    """The two SGEMM kernels on the same packed operands: same sums in a different order."""
+    a, w = rand(RNG, 67, 300), rand(RNG, 300, 129)
+    model = make_model([N("MatMul", ["a", "w"], ["y"])], {"a": (np.float32, a.shape)}, ["y"], {"w": w})
+    (s,) = run_optim(model, {"a": a}, isa="scalar")
+    (v,) = run_optim(model, {"a": a}, isa="avx2")
+    assert_close(v, s, what="avx2 vs scalar")
+    assert_close(v, (a.astype(np.float64) @ w).astype(np.float32), atol=1e-3, rtol=1e-4, what="avx2 vs float64")

@@ -1,0 +1,83 @@
+"""Shared test helpers: build tiny ONNX models, run them on ORT's CPU EP and on OptimEP, compare."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from optim.ep_plugin import session
+
+# "fallback disabled" refusals are expected in tests; keep ORT's own error log off stderr.
+ort.set_default_logger_severity(4)
+
+# Named tolerances for float32 results. Kernels reorder sums (blocked GEMM, FMA), so results differ
+# from ORT's in the last bits; element-wise data movement and max/relu must be exact.
+FLOAT_ATOL = 1e-4
+FLOAT_RTOL = 1e-4
+ISAS = ["scalar", "avx2"]
+IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
+
+_NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64, np.int32: TensorProto.INT32}
+
+
+def tensor_info(name: str, dtype, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, _NP_TO_ONNX[np.dtype(dtype).type], shape)
+
+
+def make_model(nodes, inputs: dict, outputs: list[str], initializers: dict | None = None, opset: int = 17) -> bytes:
+    """inputs: name -> (dtype, shape); outputs: names (type/shape inferred); initializers: name -> array."""
+    graph = helper.make_graph(
+        nodes,
+        "test",
+        [tensor_info(n, dt, shape) for n, (dt, shape) in inputs.items()],
+        [helper.make_empty_tensor_value_info(o) for o in outputs],
+        [numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    model = onnx.shape_inference.infer_shapes(model)
+    onnx.checker.check_model(model, full_check=True)
+    return model.SerializeToString()
+
+
+def run_cpu(model: bytes, feeds: dict) -> list[np.ndarray]:
+    """The reference: ORT's CPU EP with graph optimizations off (no fusions that change rounding)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[np.ndarray]:
+    """OptimEP with CPU fallback disabled: fails if any node is left to the CPU EP."""
+    return session(model, fallback=False, isa=isa, **options).run(None, feeds)
+
+
+def assert_close(ours: np.ndarray, ref: np.ndarray, atol: float = FLOAT_ATOL, rtol: float = FLOAT_RTOL, what: str = ""):
+    """Shape, dtype, NaN and infinity positions equal; finite values within atol + rtol*|ref|;
+    reports the worst element."""
+    assert ours.shape == ref.shape, f"{what}: shape {ours.shape} != reference {ref.shape}"
+    assert ours.dtype == ref.dtype, f"{what}: dtype {ours.dtype} != reference {ref.dtype}"
+    if ours.size == 0:
+        return
+    nan_o, nan_r = np.isnan(ours), np.isnan(ref)
+    assert np.array_equal(nan_o, nan_r), f"{what}: NaN positions differ ({nan_o.sum()} vs {nan_r.sum()})"
+    inf_o, inf_r = np.isinf(ours), np.isinf(ref)
+    assert np.array_equal(ours[inf_o], ref[inf_o]) and np.array_equal(inf_o, inf_r), f"{what}: infinities differ"
+    o = np.where(nan_o | inf_o, 0, ours).astype(np.float64)
+    r = np.where(nan_r | inf_r, 0, ref).astype(np.float64)
+    diff = np.abs(o - r)
+    bad = diff > atol + rtol * np.abs(r)
+    if bad.any():
+        idx = np.unravel_index(np.argmax(diff), diff.shape)
+        rel = diff / np.maximum(np.abs(r), 1e-30)
+        raise AssertionError(
+            f"{what}: {int(bad.sum())}/{diff.size} elements off; max_abs={diff.max():.3g} "
+            f"max_rel={rel.max():.3g} at index {tuple(int(i) for i in idx)}: ours={o[idx]!r} ref={r[idx]!r}"
+        )
+
+
+def rand(rng: np.random.Generator, *shape, low: float | None = None) -> np.ndarray:
+    x = np.asarray(rng.standard_normal(shape), dtype=np.float32)
+    return np.asarray(np.abs(x) + np.float32(low), dtype=np.float32) if low is not None else x
