@@ -13,7 +13,7 @@ ARTIFACTS := artifacts
 DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2 onnxsim==0.8.1 \
 	numpy click pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja
 
-.PHONY: demo test install headers asan test-asan clean
+.PHONY: demo test install headers asan test-asan bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,7 @@ asan: $(ASAN_LIB)
 
 # The EP's differential and conformance tests again, inside the sanitizer build.
 test-asan: install $(ASAN_LIB)
-	OPTIM_EP_LIBRARY=$(abspath $(ASAN_LIB)) \
+	OPTIM_EP_LIBRARY=$(abspath $(ASAN_LIB)) OPTIM_EXPECT_SANITIZED=1 \
 	LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/ep
@@ -60,3 +60,7 @@ test: install $(ASAN_LIB)
 
 clean:
 	rm -rf build build-asan $(ARTIFACTS)
+
+# The benchmark suite: rewrites the tables in benchmarks/BENCHMARKS.md (needs a quiet machine).
+bench: install
+	$(BIN)/python benchmarks/run.py

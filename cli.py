@@ -116,7 +116,7 @@ def _parse_shapes(values) -> dict:
 def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
     """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
     import numpy as np
-    from optim.ep_plugin.runner import RunInputError, run_model
+    from optim.ep_plugin.runner import RunInputError, ort_error_message, run_model
 
     _check_onnx_file(model)
     try:
@@ -129,7 +129,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
     except Exception as e:  # ORT's own errors: one line, the cause, no traceback
         if verbose:
             raise
-        raise click.ClickException(_ort_message(e)) from None
+        raise click.ClickException(ort_error_message(e)) from None
     if save:
         from optim.ep_plugin.files import atomic_write
 
@@ -165,13 +165,6 @@ def _check_onnx_file(path: str) -> None:
         onnx.load(path, load_external_data=False)
     except Exception:
         raise _UsageError(f"{path} is not an ONNX model (onnx could not parse it)") from None
-
-
-def _ort_message(e: Exception) -> str:
-    text = str(e)
-    # ORT prefixes "[ONNXRuntimeError] : 1 : FAIL : " and may append log lines; keep the message.
-    text = text.split(" : ", 3)[-1] if text.startswith("[ONNXRuntimeError]") else text
-    return text.splitlines()[0] if text else type(e).__name__
 
 
 if __name__ == "__main__":

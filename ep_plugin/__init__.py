@@ -6,7 +6,7 @@ Runtime use needs only onnxruntime and numpy (no torch). The library registers o
 
 from .loader import EP_NAME, LIBRARY_ENV, EpLoadError, library_path, register, registered_api_version
 from .placement import NodePlacement, Placement, placement
-from .sessions import EP_OPTIONS, UnclaimedNodesError, cpu_session, session
+from .sessions import EP_OPTIONS, OptimEPError, UnclaimedNodesError, cpu_session, session
 
 __all__ = [
     "EP_NAME",
@@ -15,6 +15,7 @@ __all__ = [
     "EpLoadError",
     "NodePlacement",
     "Placement",
+    "OptimEPError",
     "UnclaimedNodesError",
     "cpu_session",
     "library_path",

@@ -138,6 +138,19 @@ def compare(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list[Out
     return checks
 
 
+def ort_error_message(e: Exception) -> str:
+    """The useful sentence of an ONNX Runtime error: without the "[ONNXRuntimeError] : 2 : CODE :"
+    prefix and, for a failing node, without ORT's "Non-zero status code ... Status Message:" wrapper
+    (OptimEP's own message already names the node, op, dtypes and shapes)."""
+    text = str(e).strip()
+    if text.startswith("[ONNXRuntimeError]"):
+        text = text.split(" : ", 3)[-1]
+    text = text.split("Status Message: ", 1)[-1]
+    if text.startswith("OptimEP: fused node"):  # the fused node's generated name tells a user nothing
+        text = "OptimEP: " + text.split("': ", 1)[-1]
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def run_model(
     model: str | os.PathLike | bytes,
     *,
@@ -157,15 +170,17 @@ def run_model(
     else:
         feeds = load_inputs(inputs, sess)
     names = [o.name for o in sess.get_outputs()]
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4  # a failing run raises with the message; ORT's log line would repeat it
     try:
-        sess.run(None, feeds)  # warm-up: plans and buffers are made on the first run
+        sess.run(None, feeds, quiet)  # warm-up: plans and buffers are made on the first run
         t0 = time.perf_counter()
-        values = sess.run(None, feeds)
+        values = sess.run(None, feeds, quiet)
         seconds = time.perf_counter() - t0
     except Exception as e:
         text = str(e)
         if "INVALID_ARGUMENT" in text or "Invalid" in text:
-            raise RunInputError(text.split(" : ", 2)[-1]) from None
+            raise RunInputError(ort_error_message(e)) from None
         raise
     result = RunResult(dict(zip(names, values)), placement(sess), seconds)
     if compare_cpu:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Union
 
@@ -85,8 +89,13 @@ def session(
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     so.add_provider_for_devices(ep_devices(), options)
     try:
+        captured = io.StringIO()
         try:
-            sess = ort.InferenceSession(_model_arg(model), sess_options=so)
+            # When an EP cannot be created, onnxruntime's Python layer prints the error and silently
+            # retries on the CPU EP alone: catch the print and turn it into an error instead.
+            with contextlib.redirect_stdout(captured), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Specified 'providers'")  # part of that retry
+                sess = ort.InferenceSession(_model_arg(model), sess_options=so)
         except Exception as e:
             refused = [r for g in _read_report(report)["graphs"] for r in g.get("refused", [])]
             if not fallback and refused and "fallback" in str(e).lower():
@@ -97,12 +106,19 @@ def session(
                     f"{len(refused)} node(s) cannot run on {EP_NAME} and CPU fallback is disabled: {listed}{more}"
                 ) from None
             raise
+        if EP_NAME not in sess.get_providers():
+            found = re.search(rf"{EP_NAME}: [^\n]*", captured.getvalue())
+            raise OptimEPError(found.group(0) if found else f"{EP_NAME} could not be created: {captured.getvalue().strip()}")
         # OptimEP wrote its report during partitioning, inside the constructor: keep it on the session.
         sess._optim_report = _read_report(report)
     finally:
         if own_report:
             Path(report).unlink(missing_ok=True)
     return sess
+
+
+class OptimEPError(RuntimeError):
+    """OptimEP could not be created for a session (for example an EP option with a bad value)."""
 
 
 class UnclaimedNodesError(RuntimeError):

@@ -19,7 +19,8 @@ FLOAT_RTOL = 1e-4
 ISAS = ["scalar", "avx2"]
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
-_NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64, np.int32: TensorProto.INT32}
+_NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,
+               np.int32: TensorProto.INT32}
 
 
 def tensor_info(name: str, dtype, shape) -> onnx.ValueInfoProto:

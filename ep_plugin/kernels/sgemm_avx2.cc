@@ -9,22 +9,30 @@
 namespace optim::kernels {
 namespace {
 
+// The row loops must be fully unrolled so the 2*MR accumulators live in registers; without the
+// pragmas GCC keeps them on the stack and the kernel runs at a quarter of its speed.
 template <int MR>
 inline void tile(int64_t k, const float* a, int64_t lda, const float* panel, float* out /* MR x 16 */) {
   __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) {
     c0[r] = _mm256_setzero_ps();
     c1[r] = _mm256_setzero_ps();
   }
+  const float* arow[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) arow[r] = a + r * lda;
   for (int64_t kk = 0; kk < k; ++kk) {
     const __m256 b0 = _mm256_loadu_ps(panel + kk * kSgemmNR);
     const __m256 b1 = _mm256_loadu_ps(panel + kk * kSgemmNR + 8);
+#pragma GCC unroll 6
     for (int r = 0; r < MR; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + kk);
+      const __m256 av = _mm256_broadcast_ss(arow[r] + kk);
       c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
     }
   }
+#pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) {
     _mm256_storeu_ps(out + r * kSgemmNR, c0[r]);
     _mm256_storeu_ps(out + r * kSgemmNR + 8, c1[r]);

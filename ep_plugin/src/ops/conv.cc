@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sgemm_driver.h"
+#include "op.h"
 #include "spatial.h"
 
 namespace optim {
@@ -51,15 +51,17 @@ class ConvImpl : public Op {
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const Shape out = infer(in)[0];
-    const int64_t n_out = spatial_numel(out);
-    return static_cast<size_t>(workers(in)) * kernels::sgemm_packed_b_floats(k_dim(), n_out) * sizeof(float);
+    const int64_t items = (*in[0])[0] * group_ * chunks(spatial_numel(out));
+    return static_cast<size_t>(slots(items)) * chunk_floats() * sizeof(float);
   }
 
+  // Work items are (image, group, chunk of output pixels). Each packs its chunk's im2col panels into
+  // its slot's scratch (sized to stay in L2) and multiplies all of the group's output channels by
+  // them, so packing is threaded too and the panels are used while still in cache.
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& xs = *in[0].shape;
     const Shape& ys = *out[0].shape;
     const WindowGeometry geo = resolve_window(win_, std::vector<int64_t>(xs.begin() + 2, xs.end()));
-    const int64_t batch = xs[0];
     const int64_t k = k_dim();
     const int64_t n_out = spatial_numel(ys);
     const int64_t n_in = spatial_numel(xs);
@@ -68,35 +70,27 @@ class ConvImpl : public Op {
     const float* weights = in[1].as<float>();
     const float* bias = in.size() > 2 && in[2].present() ? in[2].as<float>() : nullptr;
     float* y = out[0].as<float>();
-    const size_t pack_floats = kernels::sgemm_packed_b_floats(k, n_out);
+    if (xs[0] == 0 || n_out == 0) return;
+    const int64_t n_chunks = chunks(n_out);
+    const int64_t items = xs[0] * group_ * n_chunks;
+    const int64_t n_slots = slots(items);
+    const int64_t panels_total = (n_out + kernels::kSgemmNR - 1) / kernels::kSgemmNR;
     float* scratch = static_cast<float*>(rc.scratch());
-    const int64_t tasks = batch * group_;
-    const int64_t nworkers = workers({in[0].shape});
-
-    auto one = [&](int64_t t, float* packed, bool threaded) {
-      const int64_t img = t / group_, g = t % group_;
-      const float* xg = x + (img * group_ + g) * cin_g_ * n_in;
-      im2col_packed(xg, geo, packed);
-      kernels::SgemmEpilogue ep;
-      ep.bias_row = bias ? bias + g * cout_g : nullptr;
-      ep.relu = relu_;
-      const float* wg = weights + g * cout_g * k;
-      float* yg = y + (img * group_ + g) * cout_g * n_out;
-      if (threaded) {
-        run_sgemm(rc, cout_g, n_out, k, wg, k, packed, yg, n_out, ep);
-      } else {
-        const int64_t panels = (n_out + kernels::kSgemmNR - 1) / kernels::kSgemmNR;
-        rc.kernels.sgemm_packed(0, cout_g, 0, panels, n_out, k, wg, k, packed, yg, n_out, ep);
+    rc.parallel_for(static_cast<size_t>(n_slots), [&](size_t slot) {
+      float* packed = scratch + slot * chunk_floats();
+      for (int64_t item = static_cast<int64_t>(slot); item < items; item += n_slots) {
+        const int64_t chunk = item % n_chunks, img_g = item / n_chunks;
+        const int64_t p0 = chunk * panels_per_chunk(), p1 = std::min(panels_total, p0 + panels_per_chunk());
+        const int64_t g = img_g % group_;
+        im2col_panels(x + img_g * cin_g_ * n_in, geo, p0, p1, n_out, packed);
+        kernels::SgemmEpilogue ep;
+        ep.bias_row = bias ? bias + g * cout_g : nullptr;
+        ep.relu = relu_;
+        // The chunk's columns start at p0*NR: view C from there, with the chunk's panels as 0..p1-p0.
+        const int64_t c0 = p0 * kernels::kSgemmNR;
+        rc.kernels.sgemm_packed(0, cout_g, 0, p1 - p0, n_out - c0, k, weights + g * cout_g * k, k, packed,
+                                y + img_g * cout_g * n_out + c0, n_out, ep);
       }
-    };
-    if (tasks == 0 || n_out == 0) return;
-    if (nworkers == 1) {
-      for (int64_t t = 0; t < tasks; ++t) one(t, scratch, true);
-      return;
-    }
-    // Many images or groups (depthwise): each worker owns a scratch slot and a slice of the tasks.
-    rc.parallel_for(static_cast<size_t>(nworkers), [&](size_t wkr) {
-      for (int64_t t = static_cast<int64_t>(wkr); t < tasks; t += nworkers) one(t, scratch + wkr * pack_floats, false);
     });
   }
 
@@ -111,44 +105,73 @@ class ConvImpl : public Op {
     for (size_t i = 2; i < s.size(); ++i) n *= s[i];
     return n;
   }
-  int64_t workers(const std::vector<const Shape*>& in) const {
-    const int64_t tasks = (*in[0])[0] * group_;
-    return tasks <= 1 ? 1 : std::min<int64_t>(tasks, 16);
+  // Panels per work item: about 128 KiB of packed im2col, between 1 and 8 panels.
+  int64_t panels_per_chunk() const {
+    const int64_t per_panel = k_dim() * kernels::kSgemmNR * static_cast<int64_t>(sizeof(float));
+    return std::clamp<int64_t>((128 << 10) / std::max<int64_t>(per_panel, 1), 1, 8);
   }
+  size_t chunk_floats() const { return static_cast<size_t>(panels_per_chunk() * k_dim() * kernels::kSgemmNR); }
+  int64_t chunks(int64_t n_out) const {
+    const int64_t panels = (n_out + kernels::kSgemmNR - 1) / kernels::kSgemmNR;
+    return (panels + panels_per_chunk() - 1) / panels_per_chunk();
+  }
+  static int64_t slots(int64_t items) { return std::clamp<int64_t>(items, 1, 16); }
 
-  // Writes the im2col matrix of one group (K x OH*OW) in packed-B panels of kSgemmNR columns.
-  void im2col_packed(const float* x, const WindowGeometry& geo, float* dst) const {
+  // Writes panels [p0, p1) of one group's im2col matrix (K x OH*OW) in the packed-B layout: panel p
+  // holds, for each k row (channel, ky, kx), the input values under output pixels p*NR .. p*NR+NR-1.
+  // Pixels of one output row read a strided (contiguous when stride is 1) run of one input row, so
+  // each run is copied with its padding zeros computed once rather than tested per element.
+  void im2col_panels(const float* x, const WindowGeometry& geo, int64_t p0, int64_t p1, int64_t n_out, float* dst) const {
     constexpr int64_t NR = kernels::kSgemmNR;
     const bool two_d = spatial_ == 2;
     const int64_t ih = two_d ? geo.in[0] : 1, iw = geo.in[spatial_ - 1];
-    const int64_t ow = geo.out[spatial_ - 1], oh = two_d ? geo.out[0] : 1;
+    const int64_t ow = geo.out[spatial_ - 1];
     const int64_t kh = two_d ? win_.kernel[0] : 1, kw = win_.kernel[spatial_ - 1];
     const int64_t sh = two_d ? win_.strides[0] : 1, sw = win_.strides[spatial_ - 1];
     const int64_t dh = two_d ? win_.dilations[0] : 1, dw = win_.dilations[spatial_ - 1];
     const int64_t ph = two_d ? geo.pad_begin[0] : 0, pw = geo.pad_begin[spatial_ - 1];
-    const int64_t n_out = oh * ow;
     const int64_t k = k_dim();
-    const int64_t panels = (n_out + NR - 1) / NR;
-    int64_t iy0[NR], ix0[NR];
-    for (int64_t p = 0; p < panels; ++p) {
+    struct Run { int64_t col, len, oy, ox; };
+    for (int64_t p = p0; p < p1; ++p) {
       const int64_t j0 = p * NR;
       const int64_t cols = std::min(NR, n_out - j0);
-      for (int64_t j = 0; j < cols; ++j) {
-        iy0[j] = ((j0 + j) / ow) * sh - ph;
-        ix0[j] = ((j0 + j) % ow) * sw - pw;
+      Run runs[NR];
+      int64_t n_runs = 0;
+      for (int64_t j = 0; j < cols;) {
+        const int64_t oy = (j0 + j) / ow, ox = (j0 + j) % ow;
+        const int64_t len = std::min(cols - j, ow - ox);
+        runs[n_runs++] = {j, len, oy, ox};
+        j += len;
       }
-      float* out = dst + p * k * NR;
+      float* out = dst + (p - p0) * k * NR;
       int64_t kk = 0;
       for (int64_t c = 0; c < cin_g_; ++c) {
         const float* xc = x + c * ih * iw;
         for (int64_t ky = 0; ky < kh; ++ky) {
           for (int64_t kx = 0; kx < kw; ++kx, ++kk) {
             float* row = out + kk * NR;
-            for (int64_t j = 0; j < cols; ++j) {
-              const int64_t iy = iy0[j] + ky * dh, ix = ix0[j] + kx * dw;
-              row[j] = (iy >= 0 && iy < ih && ix >= 0 && ix < iw) ? xc[iy * iw + ix] : 0.f;
+            for (int64_t r = 0; r < n_runs; ++r) {
+              const Run& run = runs[r];
+              float* o = row + run.col;
+              const int64_t iy = run.oy * sh - ph + ky * dh;
+              if (iy < 0 || iy >= ih) {
+                std::fill(o, o + run.len, 0.f);
+                continue;
+              }
+              const float* xr = xc + iy * iw;
+              const int64_t ix0 = run.ox * sw - pw + kx * dw;  // input column of the run's first pixel
+              // Valid t: 0 <= ix0 + t*sw < iw.
+              const int64_t t_lo = ix0 >= 0 ? 0 : std::min(run.len, (-ix0 + sw - 1) / sw);
+              const int64_t t_hi = ix0 >= iw ? 0 : std::clamp<int64_t>((iw - ix0 + sw - 1) / sw, t_lo, run.len);
+              std::fill(o, o + t_lo, 0.f);
+              if (sw == 1) {
+                std::copy(xr + ix0 + t_lo, xr + ix0 + t_hi, o + t_lo);
+              } else {
+                for (int64_t t = t_lo; t < t_hi; ++t) o[t] = xr[ix0 + t * sw];
+              }
+              std::fill(o + t_hi, o + run.len, 0.f);
             }
-            for (int64_t j = cols; j < NR; ++j) row[j] = 0.f;
+            std::fill(row + cols, row + NR, 0.f);
           }
         }
       }
