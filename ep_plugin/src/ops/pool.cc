@@ -9,6 +9,23 @@ namespace {
 
 enum class PoolKind { kMax, kAverage };
 
+// One kernel tap across a run of output columns: y[i] = max(y[i], x[i*stride]) (or +=). A stride
+// known at compile time (SW > 0) lets the compiler vectorize the strided reads.
+template <int SW>
+void accumulate_taps(bool is_max, const float* __restrict x, int64_t stride, float* __restrict y,
+                     uint8_t* __restrict nan, int64_t n) {
+  const int64_t s = SW > 0 ? SW : stride;
+  if (is_max) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i * s];
+      y[i] = std::max(y[i], v);
+      nan[i] |= v != v;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i * s];
+  }
+}
+
 class PoolImpl : public Op {
  public:
   PoolImpl(const Node& n, PoolKind kind) : kind_(kind) {
@@ -43,34 +60,73 @@ class PoolImpl : public Op {
     const int64_t planes = xs[0] * xs[1];
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
-    rc.parallel_for(static_cast<size_t>(planes), [&](size_t pl) {
-      const float* xp = x + static_cast<int64_t>(pl) * ih * iw;
-      float* yp = y + static_cast<int64_t>(pl) * oh * ow;
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const int64_t y0 = oy * sh - ph, x0 = ox * sw - pw;
-          float acc = kind_ == PoolKind::kMax ? -std::numeric_limits<float>::infinity() : 0.f;
-          int64_t count = 0, padded = 0;
-          for (int64_t ky = 0; ky < kh; ++ky) {
-            const int64_t iy = y0 + ky * dh;
+    const bool is_max = kind_ == PoolKind::kMax;
+    // Per kernel column kx: the output columns whose tap kx lands inside the input row (integer
+    // divisions are slow: do them once here, not per output element).
+    std::vector<int64_t> ox_begin(static_cast<size_t>(kw)), ox_end(static_cast<size_t>(kw));
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      const int64_t off = kx * dw - pw;  // input column of output column ox is ox*sw + off
+      ox_begin[kx] = std::min(ow, off >= 0 ? 0 : (-off + sw - 1) / sw);
+      ox_end[kx] = std::clamp<int64_t>(off >= iw ? 0 : (iw - off + sw - 1) / sw, ox_begin[kx], ow);
+    }
+    std::vector<float> cols_in(static_cast<size_t>(ow));  // averaging: taps per output column
+    for (int64_t ox = 0; ox < ow && !is_max; ++ox) {
+      const int64_t x0 = ox * sw - pw;
+      cols_in[ox] = static_cast<float>(count_include_pad_ ? taps(x0, dw, kw, -pw, iw + pe_w).size() : taps(x0, dw, kw, 0, iw).size());
+    }
+    const int64_t tasks = std::min<int64_t>(planes, 64);
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      const int64_t per = (planes + tasks - 1) / tasks;
+      const int64_t pl0 = static_cast<int64_t>(t) * per, pl1 = std::min(planes, pl0 + per);
+      std::vector<uint8_t> nan_row(static_cast<size_t>(ow));
+      for (int64_t pl = pl0; pl < pl1; ++pl) {
+        const float* xp = x + pl * ih * iw;
+        float* yp = y + pl * oh * ow;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          float* yr = yp + oy * ow;
+          const int64_t y0 = oy * sh - ph;
+          const TapRange ry = taps(y0, dh, kh, 0, ih);
+          std::fill(yr, yr + ow, is_max ? -std::numeric_limits<float>::infinity() : 0.f);
+          std::fill(nan_row.begin(), nan_row.end(), 0);
+          // Tap by tap, across the output row: the output columns are independent, so the loop
+          // vectorizes and never waits on one running max. NaN is tracked apart so that max
+          // propagates it (as ONNX does) without a data-dependent branch.
+          for (int64_t ky = ry.begin; ky < ry.end; ++ky) {
+            const float* xr = xp + (y0 + ky * dh) * iw;
             for (int64_t kx = 0; kx < kw; ++kx) {
-              const int64_t ix = x0 + kx * dw;
-              if (iy >= -ph && iy < ih + pe_h && ix >= -pw && ix < iw + pe_w) ++padded;
-              if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) continue;
-              const float v = xp[iy * iw + ix];
-              if (kind_ == PoolKind::kMax) acc = (v > acc || v != v) ? v : acc;
-              else acc += v;
-              ++count;
+              const int64_t ox0 = ox_begin[kx], ox1 = ox_end[kx];
+              const int64_t first = ox0 * sw + kx * dw - pw;  // input column under output column ox0
+              if (ox1 <= ox0) continue;
+              if (sw == 1) accumulate_taps<1>(is_max, xr + first, 1, yr + ox0, nan_row.data() + ox0, ox1 - ox0);
+              else if (sw == 2) accumulate_taps<2>(is_max, xr + first, 2, yr + ox0, nan_row.data() + ox0, ox1 - ox0);
+              else accumulate_taps<0>(is_max, xr + first, sw, yr + ox0, nan_row.data() + ox0, ox1 - ox0);
             }
           }
-          if (kind_ == PoolKind::kAverage) acc /= static_cast<float>(count_include_pad_ ? padded : std::max<int64_t>(count, 1));
-          yp[oy * ow + ox] = acc;
+          if (is_max) {
+            for (int64_t ox = 0; ox < ow; ++ox)
+              if (nan_row[static_cast<size_t>(ox)]) yr[ox] = std::numeric_limits<float>::quiet_NaN();
+            continue;
+          }
+          const int64_t rows_in = count_include_pad_ ? taps(y0, dh, kh, -ph, ih + pe_h).size() : ry.size();
+          for (int64_t ox = 0; ox < ow; ++ox)
+            yr[ox] /= std::max(static_cast<float>(rows_in) * cols_in[ox], 1.f);
         }
       }
     });
   }
 
  private:
+  struct TapRange {
+    int64_t begin, end;
+    int64_t size() const { return end > begin ? end - begin : 0; }
+  };
+  // Kernel taps t in [0, k) whose position start + t*dil lies in [lo, hi).
+  static TapRange taps(int64_t start, int64_t dil, int64_t k, int64_t lo, int64_t hi) {
+    const int64_t b = start >= lo ? 0 : (lo - start + dil - 1) / dil;
+    const int64_t e = start >= hi ? 0 : (hi - start + dil - 1) / dil;
+    return {std::min(b, k), std::clamp<int64_t>(e, 0, k)};
+  }
+
   int64_t padded_end(const WindowGeometry& geo, size_t i, size_t r) const {
     if (win_.auto_pad == "VALID") return 0;
     if (win_.auto_pad == "NOTSET") return win_.pads[i + r];
