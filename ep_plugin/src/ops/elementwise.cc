@@ -11,19 +11,6 @@ namespace {
 using kernels::BinaryOp;
 using kernels::UnaryOp;
 
-constexpr int64_t kParallelChunk = 1 << 15;  // elements per task: below this, threads cost more than they save
-
-// Splits [0, n) into chunks of at least kParallelChunk and runs fn(begin, end) on the pool.
-void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(64, n / kParallelChunk));
-  const int64_t step = (n + tasks - 1) / tasks;
-  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-    const int64_t b = static_cast<int64_t>(t) * step;
-    const int64_t e = std::min(n, b + step);
-    if (b < e) fn(b, e);
-  });
-}
-
 class BinaryOpImpl : public Op {
  public:
   explicit BinaryOpImpl(BinaryOp op) : op_(op) {}

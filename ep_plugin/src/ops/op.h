@@ -53,6 +53,11 @@ class RunContext {
   size_t scratch_bytes_;
 };
 
+// Elements per task below which threads cost more than they save.
+constexpr int64_t kParallelChunk = 1 << 15;
+// Splits [0, n) into chunks of at least kParallelChunk elements and runs fn(begin, end) on the pool.
+void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
 // Per input: its int64 values when the op listed it in shape_value_inputs(), else nullptr.
 using ShapeValues = std::vector<const std::vector<int64_t>*>;
 

@@ -10,6 +10,7 @@ std::vector<OpDef> elementwise_op_defs();
 std::vector<OpDef> matmul_op_defs();
 std::vector<OpDef> normalization_op_defs();
 std::vector<OpDef> pool_op_defs();
+std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> shape_op_defs();
 
@@ -17,7 +18,7 @@ const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
     for (auto part : {conv_op_defs, elementwise_op_defs, matmul_op_defs, normalization_op_defs, pool_op_defs,
-                      reduce_op_defs, shape_op_defs}) {
+                      quantize_op_defs, reduce_op_defs, shape_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
     return v;

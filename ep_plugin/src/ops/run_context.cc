@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -41,6 +42,16 @@ void RunContext::parallel_for(size_t n, const std::function<void(size_t)>& fn) c
   state.fn = &fn;
   OPTIM_CHECK(ort().KernelContext_ParallelFor(ctx_, trampoline, n, 0, &state));
   if (state.failed) throw Error(state.error);
+}
+
+void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(64, n / kParallelChunk));
+  const int64_t step = (n + tasks - 1) / tasks;
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    const int64_t b = static_cast<int64_t>(t) * step;
+    const int64_t e = std::min(n, b + step);
+    if (b < e) fn(b, e);
+  });
 }
 
 }  // namespace optim

@@ -1,0 +1,153 @@
+// QuantizeLinear (float32 -> uint8/int8) and DequantizeLinear (uint8/int8/int32 -> float32), per
+// tensor or per axis, as ONNX defines them: q = saturate(round_half_to_even(x / scale) + zero_point),
+// x = (q - zero_point) * scale. Scale and zero point are read from the inputs on each run.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "op.h"
+#include "quant_math.h"
+
+namespace optim {
+namespace {
+
+// Per-element position along `axis`: index = (i / inner) % channels.
+struct AxisLayout {
+  int64_t channels = 1, inner = 1;
+};
+
+AxisLayout axis_layout(const Shape& x, const Shape& scale, int64_t axis_attr) {
+  AxisLayout l;
+  if (shape_numel(scale) == 1 && scale.size() <= 1) return l;  // per tensor
+  if (scale.size() != 1) throw Error("scale " + shape_str(scale) + " is neither a scalar nor 1-D (blocked quantization is not supported)");
+  const int64_t axis = normalize_axis(axis_attr, static_cast<int64_t>(x.size()), "quantization axis");
+  l.channels = x[static_cast<size_t>(axis)];
+  if (scale[0] != l.channels)
+    throw Error("scale " + shape_str(scale) + " does not match the " + std::to_string(l.channels) + " entries of axis " +
+                std::to_string(axis) + " of " + shape_str(x));
+  for (size_t i = static_cast<size_t>(axis) + 1; i < x.size(); ++i) l.inner *= x[i];
+  return l;
+}
+
+void check_zero_point(const std::vector<const Shape*>& in) {
+  if (in.size() > 2 && in[2] && shape_numel(*in[2]) != shape_numel(*in[1]))
+    throw Error("zero point " + shape_str(*in[2]) + " does not match scale " + shape_str(*in[1]));
+}
+
+class QuantizeImpl : public Op {
+ public:
+  QuantizeImpl(int64_t axis, DType out) : axis_(axis), out_(out) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    axis_layout(*in[0], *in[1], axis_);
+    check_zero_point(in);
+    return {*in[0]};
+  }
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
+    const float* x = in[0].as<float>();
+    const float* scale = in[1].as<float>();
+    const bool has_zp = in.size() > 2 && in[2].present();
+    parallel_chunks(rc, in[0].numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
+        if (out_ == DType::kUint8) {
+          const int32_t zp = has_zp ? in[2].as<uint8_t>()[c] : 0;
+          out[0].as<uint8_t>()[i] = static_cast<uint8_t>(quantize_value(x[i], scale[c], zp, 0, 255));
+        } else {
+          const int32_t zp = has_zp ? in[2].as<int8_t>()[c] : 0;
+          out[0].as<int8_t>()[i] = static_cast<int8_t>(quantize_value(x[i], scale[c], zp, -128, 127));
+        }
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  DType out_;
+};
+
+class DequantizeImpl : public Op {
+ public:
+  DequantizeImpl(int64_t axis, DType in) : axis_(axis), in_(in) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    axis_layout(*in[0], *in[1], axis_);
+    check_zero_point(in);
+    return {*in[0]};
+  }
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
+    const float* scale = in[1].as<float>();
+    const bool has_zp = in.size() > 2 && in[2].present();
+    float* y = out[0].as<float>();
+    parallel_chunks(rc, in[0].numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
+        int32_t q = 0, zp = 0;
+        switch (in_) {
+          case DType::kUint8: q = in[0].as<uint8_t>()[i]; zp = has_zp ? in[2].as<uint8_t>()[c] : 0; break;
+          case DType::kInt8: q = in[0].as<int8_t>()[i]; zp = has_zp ? in[2].as<int8_t>()[c] : 0; break;
+          default: q = in[0].as<int32_t>()[i]; zp = has_zp ? in[2].as<int32_t>()[c] : 0; break;
+        }
+        // int32 inputs (biases) can reach 2^31: subtract in 64 bits, as the real value is meant.
+        y[i] = static_cast<float>(static_cast<int64_t>(q) - zp) * scale[c];
+      }
+    });
+  }
+
+ private:
+  int64_t axis_;
+  DType in_;
+};
+
+std::string check_scale_and_block(const Node& n, const Graph& g) {
+  if (n.attr_i("block_size", 0) != 0) return n.op + " with block_size (blocked quantization) is not supported";
+  const ValueInfo* s = g.value(n.inputs[1]);
+  if (s && s->dtype != DType::kFloat32) return n.op + " scale is " + std::string(dtype_name(s->dtype)) + ", not float32";
+  return "";
+}
+
+DType value_dtype(const Graph& g, const std::string& name) {
+  const ValueInfo* v = g.value(name);
+  return v ? v->dtype : DType::kUndefined;
+}
+
+std::string check_quantize(const Node& n, const Graph& g) {
+  if (std::string r = check_scale_and_block(n, g); !r.empty()) return r;
+  if (std::string r = require_float(g, n, 0); !r.empty()) return r;
+  if (n.attr_i("saturate", 1) != 1) return "QuantizeLinear saturate=0 is not supported";
+  const int64_t precision = n.attr_i("precision", 0);  // 0: the scale's type; 1: float32
+  if (precision != 0 && precision != 1) return "QuantizeLinear precision other than float32 is not supported";
+  const DType out = value_dtype(g, n.outputs[0]);
+  if (out != DType::kUint8 && out != DType::kInt8)
+    return std::string("QuantizeLinear to ") + dtype_name(out) + " is not supported (uint8 and int8 are)";
+  return "";
+}
+
+std::string check_dequantize(const Node& n, const Graph& g) {
+  if (std::string r = check_scale_and_block(n, g); !r.empty()) return r;
+  const DType in = value_dtype(g, n.inputs[0]);
+  if (in != DType::kUint8 && in != DType::kInt8 && in != DType::kInt32)
+    return std::string("DequantizeLinear from ") + dtype_name(in) + " is not supported (uint8, int8 and int32 are)";
+  if (value_dtype(g, n.outputs[0]) != DType::kFloat32) return "DequantizeLinear to a type other than float32 is not supported";
+  return "";
+}
+
+std::unique_ptr<Op> create_quantize(const Node& n, const Graph& g) {
+  return std::make_unique<QuantizeImpl>(n.attr_i("axis", 1), value_dtype(g, n.outputs[0]));
+}
+std::unique_ptr<Op> create_dequantize(const Node& n, const Graph& g) {
+  return std::make_unique<DequantizeImpl>(n.attr_i("axis", 1), value_dtype(g, n.inputs[0]));
+}
+
+}  // namespace
+
+std::vector<OpDef> quantize_op_defs() {
+  return {
+      // Later versions add types (float8, int4, ...), blocked quantization and precision/output_dtype
+      // attributes; the checks refuse every form other than float32 <-> uint8/int8(/int32).
+      {"QuantizeLinear", 10, 25, check_quantize, create_quantize},
+      {"DequantizeLinear", 10, 25, check_dequantize, create_dequantize},
+  };
+}
+
+}  // namespace optim
