@@ -21,6 +21,15 @@ class NodePlacement:
 class Placement:
     nodes: list[NodePlacement] = field(default_factory=list)
     isa: str = ""  # kernel ISA the session's OptimEP instance uses
+    # Per fused node: the steps it was compiled into, e.g. "QGemm 'fc1'" for an integer QDQ unit.
+    compiled: dict[str, list[str]] = field(default_factory=dict)
+    # MatMul/Gemm nodes OptimEP runs in float inside QDQ graphs, with the reason ("Gemm 'fc': ...").
+    float_units: list[str] = field(default_factory=list)
+
+    @property
+    def integer_units(self) -> int:
+        """QDQ units OptimEP runs as integer kernels."""
+        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith("QGemm "))
 
     @property
     def total_nodes(self) -> int:
@@ -45,6 +54,9 @@ class Placement:
             "cpu_nodes": self.total_nodes - self.optim_nodes,
             "isa": self.isa,
             "fallback": [{"node": n.node, "op": n.op, "ep": n.ep, "reason": n.reason} for n in self.fallback],
+            "integer_units": self.integer_units,
+            "compiled": self.compiled,
+            "float_units": self.float_units,
         }
 
     def summary(self) -> str:
@@ -52,6 +64,8 @@ class Placement:
         pct = 100.0 * self.fraction
         lines = [f"placement: {self.optim_nodes}/{self.total_nodes} nodes on {EP_NAME} ({pct:.1f}%), "
                  f"{self.total_nodes - self.optim_nodes} on CPU fallback"]
+        if self.integer_units:
+            lines.append(f"  {self.integer_units} QDQ unit(s) run as integer GEMMs")
         for n in self.fallback:
             label = f"{n.op} '{n.node}'" if n.node else n.op
             lines.append(f"  {label} -> {n.ep}: {n.reason or 'no reason recorded'}")
@@ -67,7 +81,9 @@ def placement(sess: ort.InferenceSession) -> Placement:
     for graph in report.get("graphs", []):
         for r in graph.get("refused", []):
             reasons[(r["node"], r["op"])] = r["reason"]
-    result = Placement(isa=report.get("isa", ""))
+    result = Placement(isa=report.get("isa", ""),
+                       compiled={c["partition"]: c["steps"] for c in report.get("compiled", [])},
+                       float_units=[u for c in report.get("compiled", []) for u in c.get("float_units", [])])
     for sub in sess.get_provider_graph_assignment_info():
         for n in sub.get_nodes():
             reason = "" if sub.ep_name == EP_NAME else reasons.get((n.name, n.op_type), "")

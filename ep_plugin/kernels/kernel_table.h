@@ -42,6 +42,40 @@ size_t sgemm_packed_b_floats(int64_t k, int64_t n);
 // Packs B (row-major k x n with stride ldb, or, with trans_b, stored n x k) into dst.
 void sgemm_pack_b(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, float* dst);
 
+// --- int8 GEMM with exact int32 accumulation --------------------------------------------------
+// Operands are int16 values of quantized tensors with their zero points already subtracted (so
+// uint8 and int8 both fit, and padding is a plain 0). Products are summed in int32 pairwise
+// (AVX2 vpmaddwd: |a*b + a'*b'| <= 2 * 255 * 128 never saturates), so the sum equals the exact
+// integer dot product. K is padded to even; kp = K/2 pairs.
+// A: rows of 2*kp int16 with stride lda. B packed in panels of kIgemmNR columns: panel p holds, for
+// each pair q, NR (b[2q][j], b[2q+1][j]) int16 pairs for columns p*NR..p*NR+NR-1, zero padded.
+constexpr int64_t kIgemmNR = 16;
+constexpr int64_t kIgemmMR = 4;
+
+enum class QuantOut { kUint8 = 0, kInt8, kFloat32 };
+
+// real = acc * scale (+ bias), with scale and bias per column or per row (one of each may be set);
+// then for integer outputs q = saturate(round_half_even(real * inv_out_scale) + out_zero, qmin, qmax).
+struct IgemmEpilogue {
+  const float* scale_col = nullptr;
+  const float* scale_row = nullptr;
+  float scale = 1.f;  // used when neither per-column nor per-row scale is set
+  const float* bias_col = nullptr;
+  const float* bias_row = nullptr;
+  QuantOut out = QuantOut::kFloat32;
+  float inv_out_scale = 1.f;
+  int32_t out_zero = 0, qmin = 0, qmax = 255;  // qmin/qmax also carry a fused Relu/Clip
+};
+
+// Computes rows [m0, m1) and panels [p0, p1) of C (uint8, int8 or float32 by ep.out; ldc in elements).
+using IgemmPackedFn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp,
+                               const int16_t* a, int64_t lda, const int16_t* b_packed, void* c, int64_t ldc,
+                               const IgemmEpilogue& ep);
+
+size_t igemm_packed_b_elems(int64_t kp, int64_t n);
+// Packs B given as int16 values (row-major k x n with stride ldb, or, with trans_b, stored n x k).
+void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
+
 // --- element-wise float32 -----------------------------------------------------------------------
 enum class BinaryOp { kAdd = 0, kSub, kMul, kDiv };
 enum class UnaryOp { kRelu = 0, kSigmoid, kTanh, kErf, kSqrt, kExp, kNeg, kAbs, kGelu, kGeluTanh };
@@ -61,6 +95,7 @@ struct KernelTable {
   BinarySVFn binary_sv;
   UnaryFn unary;
   ClipFn clip;
+  IgemmPackedFn igemm_packed;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
 };
@@ -72,6 +107,10 @@ void sgemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, c
                          const float*, float*, int64_t, const SgemmEpilogue&);
 void sgemm_packed_avx2_6x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
                             const float*, float*, int64_t, const SgemmEpilogue&);
+void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
+                         const int16_t*, void*, int64_t, const IgemmEpilogue&);
+void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
+                            const int16_t*, void*, int64_t, const IgemmEpilogue&);
 void binary_vv_scalar(BinaryOp, const float*, const float*, float*, int64_t);
 void binary_vs_scalar(BinaryOp, const float*, float, float*, int64_t);
 void binary_sv_scalar(BinaryOp, float, const float*, float*, int64_t);

@@ -8,6 +8,7 @@
 #include "graph_reader.h"
 #include "ops/op.h"
 #include "plan.h"
+#include "qdq_fusion.h"
 
 namespace optim {
 namespace {
@@ -137,6 +138,23 @@ void OptimEp::write_report(const std::string& graph_key, const ReadGraph& rg, co
   o << "]}";
   std::lock_guard<std::mutex> lock(report_mu_);
   report_entries_[graph_key] = o.str();
+  flush_report();
+}
+
+void OptimEp::record_compiled(const Plan& plan, const std::vector<std::string>& unfused) {
+  std::ostringstream o;
+  o << "{\"partition\": " << json_str(plan.name()) << ", \"steps\": [";
+  const std::vector<std::string> steps = plan.step_labels();
+  for (size_t i = 0; i < steps.size(); ++i) o << (i ? ", " : "") << json_str(steps[i]);
+  o << "], \"float_units\": [";
+  for (size_t i = 0; i < unfused.size(); ++i) o << (i ? ", " : "") << json_str(unfused[i]);
+  o << "]}";
+  std::lock_guard<std::mutex> lock(report_mu_);
+  compiled_entries_[plan.name()] = o.str();
+  flush_report();
+}
+
+void OptimEp::flush_report() {
   std::ostringstream doc;
   doc << "{\"ep\": " << json_str(kEpName) << ", \"version\": " << json_str(kEpVersion) << ", \"isa\": "
       << json_str(kernels::isa_name(options_.isa)) << ", \"kernels\": [";
@@ -148,6 +166,10 @@ void OptimEp::write_report(const std::string& graph_key, const ReadGraph& rg, co
   doc << "], \"graphs\": [";
   size_t i = 0;
   for (const auto& [k, v] : report_entries_) doc << (i++ ? ", " : "") << v;
+  // What each fused node became once compiled: its steps, after fusions (e.g. integer QDQ units).
+  doc << "], \"compiled\": [";
+  i = 0;
+  for (const auto& [k, v] : compiled_entries_) doc << (i++ ? ", " : "") << v;
   doc << "]}\n";
   // Write then rename, so a reader never sees a half-written report.
   const std::string tmp = options_.placement_report + ".tmp";
@@ -170,8 +192,12 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       const char* fused_name = "";
       OPTIM_CHECK(ort().Node_GetName(fused_nodes[i], &fused_name));
       ReadGraph rg = read_graph(graphs[i], SIZE_MAX);
+      const std::vector<std::string> outputs = value_names(fused_nodes[i], false);
+      std::vector<std::string> unfused;
+      fuse_qdq_units(rg.graph, outputs, &unfused);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
-                                         value_names(fused_nodes[i], false), kernels::kernel_table(ep->options_.isa));
+                                         outputs, kernels::kernel_table(ep->options_.isa));
+      if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);
       infos[i] = new ComputeInfo(std::move(plan));
     }
   });

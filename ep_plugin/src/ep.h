@@ -4,11 +4,13 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "options.h"
 #include "ort_api.h"
 #include "graph_reader.h"
 #include "partitioner.h"
+#include "plan.h"
 
 namespace optim {
 
@@ -27,12 +29,16 @@ class OptimEp : public OrtEp {
 
   void get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info);
   void write_report(const std::string& graph_key, const ReadGraph& rg, const Partition& p);
+  // unfused: each MatMul/Gemm kept in float, with the reason (see fuse_qdq_units).
+  void record_compiled(const Plan& plan, const std::vector<std::string>& unfused);
+  void flush_report();  // rewrites the placement report file; report_mu_ held
   void log(OrtLoggingLevel level, const std::string& msg) const;
 
   EpOptions options_;
   const OrtLogger* logger_;
   std::mutex report_mu_;
-  std::map<std::string, std::string> report_entries_;  // graph key -> JSON object
+  std::map<std::string, std::string> report_entries_;    // graph key -> JSON object
+  std::map<std::string, std::string> compiled_entries_;  // fused node name -> JSON object
 };
 
 }  // namespace optim

@@ -8,10 +8,12 @@
 
 namespace optim {
 
-// Nodes are visited in topological order. A supported node joins the group of one of its supported
-// producers unless a path from that group reaches the node through a node outside the group (then
-// fusing would create a cycle between the fused node and the outside node). `left[n]` holds the
-// groups that some path into n has already left: n can never join those.
+// Nodes are visited in topological order. A supported node joins the groups of its supported
+// producers, merging them, except a group from which some path reaches the node through a node
+// outside the group: fusing across that path would create a cycle between the fused node and the
+// outside node. `left[n]` holds the groups that some path into n has already left. Merging is safe:
+// if a path ran from group A through an outside node into group B, every node downstream of B
+// (the current node included) would have A in its `left` set, so A would not be a candidate.
 Partition partition_graph(const Graph& g, size_t min_group_nodes) {
   Partition p;
   const size_t n_nodes = g.nodes.size();
@@ -23,39 +25,50 @@ Partition partition_graph(const Graph& g, size_t min_group_nodes) {
   std::vector<std::string> reason(n_nodes);
   for (size_t i = 0; i < n_nodes; ++i) reason[i] = why_unsupported(g.nodes[i], g);
 
+  std::vector<int> parent;  // union-find over group ids
+  auto find = [&](int c) {
+    while (parent[static_cast<size_t>(c)] != c) c = parent[static_cast<size_t>(c)] = parent[static_cast<size_t>(parent[static_cast<size_t>(c)])];
+    return c;
+  };
   std::vector<int> group(n_nodes, -1);
   std::vector<std::set<int>> left(n_nodes);
-  std::vector<std::vector<size_t>> groups;
   for (size_t i : topo_order(g)) {
     const Node& node = g.nodes[i];
-    std::set<int> left_before;
-    std::vector<int> candidates;
+    std::set<int> left_before, candidates;
     for (const auto& in : node.inputs) {
       auto it = producer.find(in);
       if (in.empty() || it == producer.end()) continue;
       const size_t pi = it->second;
-      left_before.insert(left[pi].begin(), left[pi].end());
-      if (group[pi] >= 0) candidates.push_back(group[pi]);
+      for (int c : left[pi]) left_before.insert(find(c));
+      if (group[pi] >= 0) candidates.insert(find(group[pi]));
     }
     int chosen = -1;
     if (reason[i].empty()) {
       for (int c : candidates) {
         if (left_before.count(c)) continue;
-        if (chosen < 0 || groups[static_cast<size_t>(c)].size() > groups[static_cast<size_t>(chosen)].size()) chosen = c;
+        if (chosen < 0) {
+          chosen = c;
+        } else {
+          parent[static_cast<size_t>(c)] = chosen;  // both feed this node with no outside path between: one group
+        }
       }
       if (chosen < 0) {
-        chosen = static_cast<int>(groups.size());
-        groups.emplace_back();
+        chosen = static_cast<int>(parent.size());
+        parent.push_back(chosen);
       }
       group[i] = chosen;
-      groups[static_cast<size_t>(chosen)].push_back(i);
     }
     // Every producer group other than n's own is left behind on paths through n.
     left[i] = std::move(left_before);
     for (int c : candidates)
-      if (c != chosen) left[i].insert(c);
+      if (chosen < 0 || find(c) != find(chosen)) left[i].insert(find(c));
   }
 
+  std::map<int, std::vector<size_t>> by_root;
+  for (size_t i = 0; i < n_nodes; ++i)
+    if (group[i] >= 0) by_root[find(group[i])].push_back(i);
+  std::vector<std::vector<size_t>> groups;
+  for (auto& [root, members] : by_root) groups.push_back(std::move(members));
   for (auto& members : groups) {
     if (members.size() >= min_group_nodes) {
       p.groups.push_back(members);

@@ -134,6 +134,12 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
       if (in >= 0) last_use_[static_cast<size_t>(in)] = static_cast<int>(i);
 }
 
+std::vector<std::string> Plan::step_labels() const {
+  std::vector<std::string> out;
+  for (const Step& s : steps_) out.push_back(s.label);
+  return out;
+}
+
 std::string Plan::step_error(const Step& s, const std::vector<Shape>& shapes, const std::string& what) const {
   std::string msg = "node " + s.label + " (inputs";
   for (int in : s.in) {

@@ -27,6 +27,8 @@ class Plan {
 
   const std::string& name() const { return name_; }
   size_t num_steps() const { return steps_.size(); }
+  // "Conv 'c1' + Relu 'r1'", "QGemm 'fc'", ...: what runs, in order.
+  std::vector<std::string> step_labels() const;
 
  private:
   enum class SlotKind { kInput, kConstant, kTemp, kOutput };

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "op.h"
+#include "qgemm.h"
 
 namespace optim {
 
@@ -13,6 +14,7 @@ std::vector<OpDef> pool_op_defs();
 std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> shape_op_defs();
+std::vector<OpDef> internal_op_defs();  // ops OptimEP builds itself (qgemm.cc)
 
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
@@ -52,6 +54,12 @@ std::string why_unsupported(const Node& node, const Graph& graph) {
 }
 
 std::unique_ptr<Op> create_op(const Node& node, const Graph& graph) {
+  if (node.domain == kInternalDomain) {
+    static const std::vector<OpDef> internal = internal_op_defs();
+    for (const OpDef& d : internal)
+      if (node.op == d.op_type) return d.create(node, graph);
+    throw Error("internal op " + node.op + " is unknown");
+  }
   const std::string why = why_unsupported(node, graph);
   if (!why.empty()) throw Error(why);
   return find_def(node)->create(node, graph);

@@ -1,0 +1,96 @@
+// AVX2 int8 GEMM over packed B with a 4x16 tile: per K pair, one vpmaddwd per row and 8 columns
+// (int16 pairs multiplied and summed into int32, exact), 8 int32 accumulators in registers. The
+// epilogue runs the same float operations as igemm_epilogue.h, eight columns at a time, so results
+// equal the scalar reference bit for bit. Compiled with -mavx2 -mfma.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "igemm_epilogue.h"
+
+namespace optim::kernels {
+namespace {
+
+template <int MR>
+inline void tile(int64_t kp, const int16_t* a, int64_t lda, const int16_t* panel, int32_t* out /* MR x 16 */) {
+  __m256i c0[MR], c1[MR];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = _mm256_setzero_si256();
+    c1[r] = _mm256_setzero_si256();
+  }
+  for (int64_t q = 0; q < kp; ++q) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + q * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + q * 32 + 16));
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * q, sizeof(pair));
+      const __m256i av = _mm256_set1_epi32(pair);
+      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(av, b0));
+      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(av, b1));
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 16), c0[r]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 16 + 8), c1[r]);
+  }
+}
+
+// Eight columns j0..j0+7 of row i, all inside C: the scalar epilogue's operations, vectorized.
+inline void store8(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
+  __m256 real = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)));
+  const __m256 scale = ep.scale_col ? _mm256_loadu_ps(ep.scale_col + j0)
+                                    : _mm256_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
+  real = _mm256_mul_ps(real, scale);
+  if (ep.bias_col) real = _mm256_add_ps(real, _mm256_loadu_ps(ep.bias_col + j0));
+  if (ep.bias_row) real = _mm256_add_ps(real, _mm256_set1_ps(ep.bias_row[i]));
+  if (ep.out == QuantOut::kFloat32) {
+    _mm256_storeu_ps(static_cast<float*>(c) + index, real);
+    return;
+  }
+  __m256 q = _mm256_round_ps(_mm256_mul_ps(real, _mm256_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  q = _mm256_add_ps(q, _mm256_set1_ps(static_cast<float>(ep.out_zero)));
+  // max/min return the second operand when the first is NaN: NaN becomes qmin, as in the scalar code.
+  q = _mm256_max_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmin)));
+  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax)));
+  const __m256i v = _mm256_cvtps_epi32(q);  // exact: q is an integer inside [qmin, qmax]
+  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i v8 = ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
+}
+
+inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const IgemmEpilogue& ep, void* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 8 <= cols; j += 8) store8(acc + j, i, j0 + j, ep, c, i * ldc + j0 + j);
+  for (; j < cols; ++j) igemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
+}
+
+}  // namespace
+
+void igemm_packed_avx2_4x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp, const int16_t* a,
+                            int64_t lda, const int16_t* b_packed, void* c, int64_t ldc, const IgemmEpilogue& ep) {
+  alignas(32) int32_t acc[kIgemmMR * kIgemmNR];
+  for (int64_t p = p0; p < p1; ++p) {
+    const int16_t* panel = b_packed + p * kp * 2 * kIgemmNR;
+    const int64_t j0 = p * kIgemmNR;
+    const int64_t cols = std::min<int64_t>(kIgemmNR, n - j0);
+    int64_t i = m0;
+    for (; i + kIgemmMR <= m1; i += kIgemmMR) {
+      tile<4>(kp, a + i * lda, lda, panel, acc);
+      for (int r = 0; r < 4; ++r) store_row(acc + r * kIgemmNR, i + r, j0, cols, ep, c, ldc);
+    }
+    const int64_t rest = m1 - i;
+    switch (rest) {
+      case 3: tile<3>(kp, a + i * lda, lda, panel, acc); break;
+      case 2: tile<2>(kp, a + i * lda, lda, panel, acc); break;
+      case 1: tile<1>(kp, a + i * lda, lda, panel, acc); break;
+      default: break;
+    }
+    for (int64_t r = 0; r < rest; ++r) store_row(acc + r * kIgemmNR, i + r, j0, cols, ep, c, ldc);
+  }
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,35 @@
+// The int8 GEMM epilogue for one output element, shared by every ISA's kernel so that they agree
+// bit for bit (the AVX2 kernel vectorizes the same operations in the same order).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernel_table.h"
+
+namespace optim::kernels {
+
+inline float igemm_real(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& ep) {
+  const float scale = ep.scale_col ? ep.scale_col[j] : ep.scale_row ? ep.scale_row[i] : ep.scale;
+  float real = static_cast<float>(acc) * scale;
+  if (ep.bias_col) real += ep.bias_col[j];
+  if (ep.bias_row) real += ep.bias_row[i];
+  return real;
+}
+
+// Stores one element of C: the real value, or it quantized (half to even, then saturated).
+inline void igemm_store(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& ep, void* c, int64_t index) {
+  const float real = igemm_real(acc, i, j, ep);
+  if (ep.out == QuantOut::kFloat32) {
+    static_cast<float*>(c)[index] = real;
+    return;
+  }
+  float q = std::nearbyint(real * ep.inv_out_scale) + static_cast<float>(ep.out_zero);
+  q = q < static_cast<float>(ep.qmin) ? static_cast<float>(ep.qmin) : q;  // NaN keeps going: caught below
+  q = q > static_cast<float>(ep.qmax) ? static_cast<float>(ep.qmax) : q;
+  const int32_t v = q == q ? static_cast<int32_t>(q) : ep.qmin;
+  if (ep.out == QuantOut::kUint8) static_cast<uint8_t*>(c)[index] = static_cast<uint8_t>(v);
+  else static_cast<int8_t*>(c)[index] = static_cast<int8_t>(v);
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,144 @@
+// QGemm: the integer form of a QDQ unit DequantizeLinear(x) x DequantizeLinear(W) (+ bias) [-> Relu]
+// -> QuantizeLinear, built by qdq_fusion.cc. x is uint8/int8 per tensor, W a constant int8/uint8
+// (per tensor or per output column); the product is summed exactly in int32 and requantized once in
+// the GEMM epilogue: y = saturate(round((acc * sx * sw[j] + bias[j]) / sy) + zy).
+#include <algorithm>
+#include <cstring>
+
+#include "op.h"
+#include "qgemm.h"
+
+namespace optim {
+namespace {
+
+// Reads element i of a uint8/int8 constant as int32.
+int32_t int_at(const Tensor& t, int64_t i) {
+  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
+}
+
+float float_scalar(const Graph& g, const std::string& name, const char* what) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error(std::string(what) + " is not a float32 scalar constant");
+  return t->data<float>()[0];
+}
+
+int32_t zero_point(const Graph& g, const std::string& name) {
+  if (name.empty()) return 0;
+  const Tensor* t = g.constant(name);
+  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
+  return int_at(*t, 0);
+}
+
+class QGemmImpl : public Op {
+ public:
+  QGemmImpl(const Node& n, const Graph& g) {
+    const ValueInfo* x = g.value(n.inputs[kQGemmX]);
+    x_dtype_ = x ? x->dtype : DType::kUndefined;
+    x_zero_ = zero_point(g, n.inputs[kQGemmXZero]);
+    const float x_scale = float_scalar(g, n.inputs[kQGemmXScale], "x scale");
+    const Tensor* w = g.constant(n.inputs[kQGemmW]);
+    if (!w || w->shape.size() != 2) throw Error("weights are not a 2-D constant");
+    const bool trans_b = n.attr_i("transB", 0) != 0;
+    k_ = trans_b ? w->shape[1] : w->shape[0];
+    n_ = trans_b ? w->shape[0] : w->shape[1];
+    const Tensor* ws = g.constant(n.inputs[kQGemmWScale]);
+    const Tensor* wz = n.inputs[kQGemmWZero].empty() ? nullptr : g.constant(n.inputs[kQGemmWZero]);
+    const bool per_col = ws->numel() != 1;
+    // Weights minus their zero point, widened to int16, packed once.
+    std::vector<int16_t> wide(static_cast<size_t>(k_ * n_));
+    for (int64_t kk = 0; kk < k_; ++kk) {
+      for (int64_t j = 0; j < n_; ++j) {
+        const int64_t src = trans_b ? j * k_ + kk : kk * n_ + j;
+        const int32_t zp = wz ? int_at(*wz, per_col ? j : 0) : 0;
+        wide[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, src) - zp);
+      }
+    }
+    kp_ = (k_ + 1) / 2;
+    packed_.resize(kernels::igemm_packed_b_elems(kp_, n_));
+    kernels::igemm_pack_b(wide.data(), n_, false, k_, n_, packed_.data());
+    scale_.resize(static_cast<size_t>(n_));
+    for (int64_t j = 0; j < n_; ++j) scale_[j] = x_scale * ws->data<float>()[per_col ? j : 0];
+    if (!n.inputs[kQGemmBias].empty()) {
+      const Tensor* b = g.constant(n.inputs[kQGemmBias]);
+      bias_.assign(b->data<float>(), b->data<float>() + b->numel());
+      if (bias_.size() == 1) bias_.assign(static_cast<size_t>(n_), bias_[0]);
+    }
+    const float y_scale = float_scalar(g, n.inputs[kQGemmYScale], "y scale");
+    const ValueInfo* y = g.value(n.outputs[0]);
+    ep_.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
+    ep_.inv_out_scale = 1.f / y_scale;
+    ep_.out_zero = zero_point(g, n.inputs[kQGemmYZero]);
+    ep_.qmin = ep_.out == kernels::QuantOut::kInt8 ? -128 : 0;
+    ep_.qmax = ep_.out == kernels::QuantOut::kInt8 ? 127 : 255;
+    if (n.attr_i("relu", 0)) ep_.qmin = std::max(ep_.qmin, ep_.out_zero);  // Relu: nothing below real 0
+    ep_.scale_col = scale_.data();
+    ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    if (x.empty() || x.back() != k_) throw Error("x " + shape_str(x) + " does not end in K=" + std::to_string(k_));
+    Shape out = x;
+    out.back() = n_;
+    return {out};
+  }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    return static_cast<size_t>(rows(*in[0]) * 2 * kp_) * sizeof(int16_t);
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const int64_t m = rows(*in[0].shape);
+    if (m == 0 || n_ == 0) return;
+    int16_t* a = static_cast<int16_t*>(rc.scratch());
+    const int64_t lda = 2 * kp_;
+    // x minus its zero point, widened to int16, K padded to even with 0 (which is real 0).
+    parallel_chunks(rc, m * k_, [&](int64_t b, int64_t e) {
+      for (int64_t idx = b; idx < e; ++idx) {
+        const int64_t i = idx / k_, kk = idx % k_;
+        const int32_t v = x_dtype_ == DType::kUint8 ? in[0].as<uint8_t>()[idx] : in[0].as<int8_t>()[idx];
+        a[i * lda + kk] = static_cast<int16_t>(v - x_zero_);
+        if (kk == k_ - 1 && (k_ & 1)) a[i * lda + k_] = 0;
+      }
+    });
+    run_igemm(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
+  }
+
+ private:
+  int64_t rows(const Shape& x) const { return k_ ? shape_numel(x) / k_ : 0; }
+
+  DType x_dtype_ = DType::kUint8;
+  int32_t x_zero_ = 0;
+  int64_t k_ = 0, n_ = 0, kp_ = 0;
+  std::vector<int16_t> packed_;
+  std::vector<float> scale_, bias_;
+  kernels::IgemmEpilogue ep_;
+};
+
+std::string check_internal(const Node&, const Graph&) { return ""; }
+std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::make_unique<QGemmImpl>(n, g); }
+
+}  // namespace
+
+void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
+               const int16_t* b_packed, void* c, int64_t ldc, const kernels::IgemmEpilogue& ep) {
+  const int64_t panels = (n + kernels::kIgemmNR - 1) / kernels::kIgemmNR;
+  const int64_t rows_per_task = 16 * kernels::kIgemmMR, panels_per_task = 4;
+  const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task;
+  const int64_t p_tasks = (panels + panels_per_task - 1) / panels_per_task;
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
+  if (macs < 2e5 || m_tasks * p_tasks == 1) {
+    rc.kernels.igemm_packed(0, m, 0, panels, n, kp, a, lda, b_packed, c, ldc, ep);
+    return;
+  }
+  rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
+    const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
+    const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
+    const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
+    rc.kernels.igemm_packed(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);
+  });
+}
+
+std::vector<OpDef> internal_op_defs() { return {{"QGemm", 1, 1, check_internal, create_qgemm}}; }
+
+}  // namespace optim

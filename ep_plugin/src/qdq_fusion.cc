@@ -1,0 +1,262 @@
+#include "qdq_fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ops/qgemm.h"
+
+namespace optim {
+namespace {
+
+class Matcher {
+ public:
+  Matcher(Graph& g, const std::vector<std::string>& outputs) : g_(g), keep_(outputs.begin(), outputs.end()) {
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      for (const auto& o : g.nodes[i].outputs)
+        if (!o.empty()) producer_[o] = i;
+      for (const auto& in : g.nodes[i].inputs)
+        if (!in.empty()) ++readers_[in];
+    }
+  }
+
+  // The node producing `value` if it is `op`, else nullptr.
+  const Node* produced_by(const std::string& value, const char* op) const {
+    auto it = producer_.find(value);
+    if (it == producer_.end() || dead_.count(it->second)) return nullptr;
+    const Node& n = g_.nodes[it->second];
+    return n.op == op && (n.domain.empty() || n.domain == "ai.onnx") ? &n : nullptr;
+  }
+  // The one node reading `value`, when exactly one does and the value leaves no partition.
+  const Node* sole_reader(const std::string& value) const {
+    if (keep_.count(value) || readers_.count(value) == 0 || readers_.at(value) != 1) return nullptr;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      if (dead_.count(i)) continue;
+      const auto& ins = g_.nodes[i].inputs;
+      if (std::find(ins.begin(), ins.end(), value) != ins.end()) return &g_.nodes[i];
+    }
+    return nullptr;
+  }
+  size_t index_of(const Node* n) const { return static_cast<size_t>(n - g_.nodes.data()); }
+  void kill(const Node* n) {
+    dead_.insert(index_of(n));
+    for (const auto& in : n->inputs)
+      if (!in.empty()) --readers_[in];
+  }
+  // Drops a node whose outputs nobody reads any more (a DequantizeLinear left without consumers).
+  void kill_if_unread(const Node* n) {
+    for (const auto& o : n->outputs)
+      if (!o.empty() && (keep_.count(o) || readers_[o] > 0)) return;
+    kill(n);
+  }
+  const std::set<size_t>& dead() const { return dead_; }
+
+ private:
+  Graph& g_;
+  std::set<std::string> keep_;
+  std::map<std::string, size_t> producer_;
+  std::map<std::string, int> readers_;
+  std::set<size_t> dead_;
+};
+
+bool is_float_scalar(const Graph& g, const std::string& name) {
+  const Tensor* t = g.constant(name);
+  return t && t->dtype == DType::kFloat32 && t->numel() == 1;
+}
+
+bool is_int8_scalar_or_absent(const Graph& g, const Node& q, size_t idx) {
+  if (!q.has_input(idx)) return true;
+  const Tensor* t = g.constant(q.inputs[idx]);
+  return t && t->numel() == 1 && (t->dtype == DType::kUint8 || t->dtype == DType::kInt8);
+}
+
+DType dtype_of(const Graph& g, const std::string& v) {
+  const ValueInfo* vi = g.value(v);
+  return vi ? vi->dtype : DType::kUndefined;
+}
+
+// The activation side: DequantizeLinear of a uint8/int8 value, per tensor.
+bool activation_dq_ok(const Graph& g, const Node& dq) {
+  const DType t = dtype_of(g, dq.inputs[0]);
+  return (t == DType::kUint8 || t == DType::kInt8) && is_float_scalar(g, dq.inputs[1]) && is_int8_scalar_or_absent(g, dq, 2) &&
+         dq.attr_i("block_size", 0) == 0;
+}
+
+// The weight side: DequantizeLinear of a 2-D int8/uint8 constant, per tensor or per output column.
+bool weight_dq_ok(const Graph& g, const Node& dq, bool trans_b) {
+  const Tensor* w = g.constant(dq.inputs[0]);
+  if (!w || w->shape.size() != 2 || (w->dtype != DType::kInt8 && w->dtype != DType::kUint8)) return false;
+  if (dq.attr_i("block_size", 0) != 0) return false;
+  const Tensor* s = g.constant(dq.inputs[1]);
+  if (!s || s->dtype != DType::kFloat32) return false;
+  const int64_t n = trans_b ? w->shape[0] : w->shape[1];
+  if (s->numel() != 1) {
+    int64_t axis = dq.attr_i("axis", 1);
+    if (axis < 0) axis += 2;
+    if (s->shape.size() != 1 || s->numel() != n || axis != (trans_b ? 0 : 1)) return false;
+  }
+  if (dq.has_input(2)) {
+    const Tensor* z = g.constant(dq.inputs[2]);
+    if (!z || z->dtype != w->dtype || z->numel() != s->numel()) return false;
+  }
+  return true;
+}
+
+// A bias (Gemm's C or the Add after a MatMul) as float32 constants of N values (or one), read
+// either from a float constant or through a DequantizeLinear of an int32 constant.
+bool bias_values(const Graph& g, const Matcher& m, const std::string& name, int64_t n, std::vector<float>* out) {
+  auto fits = [n](const Tensor& t) {
+    return t.numel() == 1 || (t.numel() == n && t.shape.back() == n && shape_numel(t.shape) == n);
+  };
+  if (const Tensor* t = g.constant(name)) {
+    if (t->dtype != DType::kFloat32 || !fits(*t)) return false;
+    out->assign(t->data<float>(), t->data<float>() + t->numel());
+    return true;
+  }
+  const Node* dq = m.produced_by(name, "DequantizeLinear");
+  if (!dq) return false;
+  const Tensor* q = g.constant(dq->inputs[0]);
+  const Tensor* s = g.constant(dq->inputs[1]);
+  if (!q || !s || q->dtype != DType::kInt32 || !fits(*q) || s->dtype != DType::kFloat32) return false;
+  if (s->numel() != 1 && s->numel() != q->numel()) return false;
+  const Tensor* z = dq->has_input(2) ? g.constant(dq->inputs[2]) : nullptr;
+  if (dq->has_input(2) && (!z || z->dtype != DType::kInt32 || z->numel() != s->numel())) return false;
+  out->resize(static_cast<size_t>(q->numel()));
+  for (int64_t i = 0; i < q->numel(); ++i) {
+    const int64_t si = s->numel() == 1 ? 0 : i;
+    const int64_t zp = z ? z->data<int32_t>()[si] : 0;
+    (*out)[static_cast<size_t>(i)] = static_cast<float>(static_cast<int64_t>(q->data<int32_t>()[i]) - zp) * s->data<float>()[si];
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::vector<std::string>* unfused) {
+  Matcher m(g, outputs);
+  auto refuse = [&](const Node& n, const std::string& why) {
+    if (unfused) unfused->push_back(n.label() + ": " + why);
+  };
+  std::vector<Node> added;
+  const size_t original = g.nodes.size();
+  for (size_t i = 0; i < original; ++i) {
+    if (m.dead().count(i)) continue;
+    const Node& mm = g.nodes[i];
+    const bool gemm = mm.op == "Gemm";
+    if ((mm.op != "MatMul" && !gemm) || !(mm.domain.empty() || mm.domain == "ai.onnx") || mm.inputs.size() < 2) continue;
+    if (gemm && (mm.attr_i("transA", 0) != 0 || mm.attr_f("alpha", 1.f) != 1.f || mm.attr_f("beta", 1.f) != 1.f)) {
+      refuse(mm, "Gemm with transA or alpha/beta other than 1");
+      continue;
+    }
+    const bool trans_b = gemm && mm.attr_i("transB", 0) != 0;
+    const Node* dx = m.produced_by(mm.inputs[0], "DequantizeLinear");
+    const Node* dw = m.produced_by(mm.inputs[1], "DequantizeLinear");
+    if (!dx || !dw) {
+      refuse(mm, "its inputs are not both DequantizeLinear outputs");
+      continue;
+    }
+    if (!activation_dq_ok(g, *dx)) {
+      refuse(mm, "input A is not a uint8/int8 tensor dequantized with a constant per-tensor scale and zero point");
+      continue;
+    }
+    if (!weight_dq_ok(g, *dw, trans_b)) {
+      refuse(mm, "input B is not a constant 2-D int8/uint8 weight dequantized per tensor or per output column");
+      continue;
+    }
+    const Tensor* w = g.constant(dw->inputs[0]);
+    const int64_t n = trans_b ? w->shape[0] : w->shape[1];
+
+    // Walk forward: [bias Add] [Relu] QuantizeLinear, each the sole reader of the value before it.
+    std::vector<float> bias;
+    const Node* bias_dq = nullptr;
+    std::vector<const Node*> chain;
+    std::string value = mm.outputs[0];
+    if (gemm && mm.has_input(2)) {
+      if (!bias_values(g, m, mm.inputs[2], n, &bias)) {
+        refuse(mm, "its bias is not a float32 or dequantized int32 constant of N values");
+        continue;
+      }
+      bias_dq = m.produced_by(mm.inputs[2], "DequantizeLinear");
+    }
+    const Node* next = m.sole_reader(value);
+    if (next && !gemm && next->op == "Add" && bias.empty()) {
+      const std::string& other = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
+      if (bias_values(g, m, other, n, &bias)) {
+        bias_dq = m.produced_by(other, "DequantizeLinear");
+        chain.push_back(next);
+        value = next->outputs[0];
+        next = m.sole_reader(value);
+      }
+    }
+    bool relu = false;
+    if (next && next->op == "Relu") {
+      relu = true;
+      chain.push_back(next);
+      value = next->outputs[0];
+      next = m.sole_reader(value);
+    }
+    if (!next || next->op != "QuantizeLinear") {
+      refuse(mm, "its result is not read by exactly one QuantizeLinear (through an optional bias Add and Relu) "
+                 "inside the partition");
+      continue;
+    }
+    const DType out_type = dtype_of(g, next->outputs[0]);
+    if (!is_float_scalar(g, next->inputs[1]) || !is_int8_scalar_or_absent(g, *next, 2) ||
+        (out_type != DType::kUint8 && out_type != DType::kInt8)) {
+      refuse(mm, "its QuantizeLinear is not per tensor to uint8/int8 with constant scale and zero point");
+      continue;
+    }
+
+    Node q;
+    q.name = mm.name;  // errors name the user's MatMul/Gemm
+    q.op = "QGemm";
+    q.domain = kInternalDomain;
+    q.since_version = 1;
+    q.inputs.assign(kQGemmInputCount, "");
+    q.inputs[kQGemmX] = dx->inputs[0];
+    q.inputs[kQGemmXScale] = dx->inputs[1];
+    q.inputs[kQGemmXZero] = dx->has_input(2) ? dx->inputs[2] : "";
+    q.inputs[kQGemmW] = dw->inputs[0];
+    q.inputs[kQGemmWScale] = dw->inputs[1];
+    q.inputs[kQGemmWZero] = dw->has_input(2) ? dw->inputs[2] : "";
+    if (!bias.empty()) {
+      const std::string bias_name = mm.name + "/optim_bias_f32";
+      Tensor bt;
+      bt.dtype = DType::kFloat32;
+      bt.shape = {static_cast<int64_t>(bias.size())};
+      bt.bytes.resize(bias.size() * sizeof(float));
+      std::copy(bias.begin(), bias.end(), reinterpret_cast<float*>(bt.bytes.data()));
+      g.constants[bias_name] = std::move(bt);
+      g.values[bias_name] = ValueInfo{bias_name, DType::kFloat32, true, {static_cast<int64_t>(bias.size())}, true};
+      q.inputs[kQGemmBias] = bias_name;
+    }
+    q.inputs[kQGemmYScale] = next->inputs[1];
+    q.inputs[kQGemmYZero] = next->has_input(2) ? next->inputs[2] : "";
+    q.outputs = {next->outputs[0]};
+    Attr tb;
+    tb.type = ORT_OP_ATTR_INT;
+    tb.i = trans_b ? 1 : 0;
+    q.attrs["transB"] = tb;
+    Attr rl = tb;
+    rl.i = relu ? 1 : 0;
+    q.attrs["relu"] = rl;
+
+    m.kill(&mm);
+    for (const Node* c : chain) m.kill(c);
+    m.kill(next);
+    m.kill_if_unread(dw);
+    m.kill_if_unread(dx);
+    if (bias_dq) m.kill_if_unread(bias_dq);
+    added.push_back(std::move(q));
+  }
+  if (added.empty()) return 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
+  const size_t fused = added.size();
+  for (Node& n : added) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
+}  // namespace optim

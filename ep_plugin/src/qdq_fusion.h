@@ -1,0 +1,18 @@
+// Rewrites QDQ units inside a partition into integer ops before the plan is built:
+//   DequantizeLinear(x) , DequantizeLinear(W const) -> MatMul | Gemm (+ bias) [-> Relu] -> QuantizeLinear
+// becomes one internal QGemm node (exact int32 accumulation, requantized in the epilogue). A unit
+// that does not match stays as it is and runs in float, which is still exactly what ONNX defines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace optim {
+
+// `outputs`: the partition's outputs (values that must survive the rewrite). Returns the number of
+// units fused; `unfused` (optional) receives "MatMul 'name': reason" for each MatMul/Gemm left in float.
+size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::vector<std::string>* unfused = nullptr);
+
+}  // namespace optim

@@ -1,0 +1,129 @@
+"""QDQ MatMul/Gemm units run as integer GEMMs on OptimEP.
+
+Three references: (1) a numpy replica of OptimEP's integer unit (exact int64 dot products, then the
+epilogue's float32 operations): OptimEP must equal it bit for bit on both ISAs, which also proves the
+unit ran as integer compute; (2) the exact real-number result rounded once: OptimEP may differ by
+one step only where float32 rounding of the scale products decides a tie; (3) ONNX Runtime's CPU EP
+with optimizations disabled (dequantize, float GEMM, quantize): within INT8_STEP_TOLERANCE steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers import IR_VERSION, ISAS, run_cpu, run_optim
+from optim.ep_plugin import placement, session
+
+INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
+N = helper.make_node
+
+
+def _qdq_model(m, k, n, *, x_type, y_type, gemm, trans_b, bias, relu, per_channel, seed, lead=()):
+    rng = np.random.default_rng(seed)
+    x_np = np.uint8 if x_type == "u8" else np.int8
+    y_np = np.uint8 if y_type == "u8" else np.int8
+    x_zp = np.array(rng.integers(100, 156) if x_type == "u8" else rng.integers(-20, 20), dtype=x_np)
+    x_scale = np.float32(rng.uniform(0.01, 0.05))
+    w = rng.integers(-127, 128, size=(n, k) if trans_b else (k, n)).astype(np.int8)
+    w_scale = (rng.uniform(0.002, 0.01, size=n) if per_channel else rng.uniform(0.002, 0.01, size=())).astype(np.float32)
+    y_zp = np.array(rng.integers(90, 160) if y_type == "u8" else rng.integers(-10, 10), dtype=y_np)
+    y_scale = np.float32(rng.uniform(0.5, 2.0) * np.sqrt(k) * 0.02 * 0.006 * 60)
+    b_q = rng.integers(-5000, 5000, size=n).astype(np.int32)
+    b_scale = (x_scale * w_scale).astype(np.float32) if per_channel else np.float32(x_scale * w_scale)
+    inits = {"x_scale": x_scale, "x_zp": x_zp, "w": w, "w_scale": w_scale, "y_scale": y_scale, "y_zp": y_zp}
+    nodes = [N("DequantizeLinear", ["x", "x_scale", "x_zp"], ["xf"]),
+             N("DequantizeLinear", ["w", "w_scale"], ["wf"], axis=(0 if trans_b else 1))]
+    if bias:
+        inits.update({"b": b_q, "b_scale": b_scale})
+        nodes.append(N("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=0))
+    if gemm:
+        nodes.append(N("Gemm", ["xf", "wf"] + (["bf"] if bias else []), ["mm"], transB=int(trans_b), name="the_gemm"))
+    else:
+        nodes.append(N("MatMul", ["xf", "wf"], ["mm0"], name="the_matmul"))
+        nodes.append(N("Add", ["mm0", "bf"], ["mm"]) if bias else N("Identity", ["mm0"], ["mm"]))
+    last = "mm"
+    if relu:
+        nodes.append(N("Relu", ["mm"], ["r"]))
+        last = "r"
+    nodes.append(N("QuantizeLinear", [last, "y_scale", "y_zp"], ["y"]))
+    x_shape = [*lead, m, k]
+    graph = helper.make_graph(
+        nodes, "qdq",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8 if y_type == "u8" else TensorProto.INT8, [*lead, m, n])],
+        [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    info = np.iinfo(x_np)
+    x = rng.integers(info.min, info.max + 1, size=x_shape).astype(x_np)
+    params = dict(inits, b_q=b_q if bias else None, b_scale=b_scale, trans_b=trans_b, relu=relu, y_np=y_np)
+    return model, x, params
+
+
+def _integer_unit_replica(x, p):
+    """OptimEP's integer unit, in numpy: exact sums, then the epilogue in float32 like the kernels."""
+    w = p["w"].astype(np.int64)
+    w = w.T if p["trans_b"] else w
+    acc = (x.astype(np.int64) - np.int64(p["x_zp"])) @ w
+    assert np.abs(acc).max() < 2**31
+    scale = (np.float32(p["x_scale"]) * np.asarray(p["w_scale"], np.float32)).astype(np.float32)
+    real = acc.astype(np.int32).astype(np.float32) * scale
+    if p["b_q"] is not None:
+        real = real + (p["b_q"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
+    inv = np.float32(1) / np.float32(p["y_scale"])
+    q = np.rint((real * inv).astype(np.float32)) + np.float32(p["y_zp"])
+    info = np.iinfo(p["y_np"])
+    lo = max(info.min, int(p["y_zp"])) if p["relu"] else info.min
+    return np.clip(q, lo, info.max).astype(p["y_np"])
+
+
+CASES = {
+    "matmul_u8_perchannel_bias_relu": dict(m=7, k=64, n=33, x_type="u8", y_type="u8", gemm=False, trans_b=False, bias=True, relu=True, per_channel=True),
+    "matmul_s8_pertensor_3d": dict(m=5, k=31, n=16, x_type="s8", y_type="s8", gemm=False, trans_b=False, bias=False, relu=False, per_channel=False, lead=(3,)),
+    "gemm_u8_transB_bias": dict(m=9, k=100, n=40, x_type="u8", y_type="u8", gemm=True, trans_b=True, bias=True, relu=False, per_channel=True),
+    "gemm_s8_relu_odd_k": dict(m=1, k=257, n=10, x_type="s8", y_type="u8", gemm=True, trans_b=False, bias=True, relu=True, per_channel=True),
+    "matmul_large_threads": dict(m=130, k=512, n=96, x_type="u8", y_type="u8", gemm=False, trans_b=False, bias=True, relu=False, per_channel=True),
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(CASES))
+def test_qdq_unit_equals_the_integer_replica_and_stays_within_a_step_of_the_float_reference(cid, isa):
+    model, x, p = _qdq_model(**CASES[cid], seed=len(cid))
+    got = run_optim(model, {"x": x}, isa=isa)[0]
+    assert got.dtype == p["y_np"]
+    np.testing.assert_array_equal(got, _integer_unit_replica(x, p), err_msg=f"{cid}: not the integer unit's result")
+    ref = run_cpu(model, {"x": x})[0]
+    steps = np.abs(got.astype(np.int32) - ref.astype(np.int32))
+    assert steps.max() <= INT8_STEP_TOLERANCE, f"{cid}: {int(steps.max())} steps from the float QDQ reference"
+    assert (steps > 0).mean() < 0.05, f"{cid}: {(steps > 0).mean():.1%} of outputs differ from the float reference"
+
+
+@pytest.mark.parametrize("cid", sorted(CASES))
+def test_the_whole_unit_is_claimed_and_compiled_into_one_integer_gemm(cid):
+    model, x, _ = _qdq_model(**CASES[cid], seed=3)
+    p = placement(session(model))
+    assert p.optim_nodes == p.total_nodes, p.summary()
+    steps = [s for ss in p.compiled.values() for s in ss]
+    name = "the_gemm" if CASES[cid]["gemm"] else "the_matmul"
+    # Everything but a bias-less MatMul's Identity is inside the one QGemm (ORT's basic level may first
+    # turn MatMul + Add into a Gemm named "<matmul>/MatMulAddFusion").
+    assert [s for s in steps if s != "Identity ''"] in ([f"QGemm '{name}'"], [f"QGemm '{name}/MatMulAddFusion'"]), steps
+    assert p.integer_units == 1
+
+
+def test_a_unit_whose_middle_value_is_a_graph_output_stays_float_and_correct():
+    """The float product is also a model output: it must be produced, so the unit is not fused."""
+    model, x, p = _qdq_model(**CASES["matmul_u8_perchannel_bias_relu"], seed=5)
+    import onnx
+
+    m = onnx.load_from_string(model)
+    m.graph.output.append(helper.make_tensor_value_info("mm", TensorProto.FLOAT, None))
+    model2 = m.SerializeToString()
+    sess = session(model2, fallback=False)
+    assert placement(sess).integer_units == 0
+    got_q, got_mm = sess.run(None, {"x": x})
+    ref_q, ref_mm = run_cpu(model2, {"x": x})
+    np.testing.assert_allclose(got_mm, ref_mm, rtol=1e-4, atol=1e-4)
+    assert np.abs(got_q.astype(np.int32) - ref_q.astype(np.int32)).max() <= INT8_STEP_TOLERANCE
