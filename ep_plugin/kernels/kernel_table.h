@@ -76,6 +76,12 @@ size_t igemm_packed_b_elems(int64_t kp, int64_t n);
 // Packs B given as int16 values (row-major k x n with stride ldb, or, with trans_b, stored n x k).
 void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
 
+// --- QuantizeLinear / DequantizeLinear, per tensor (ops call them per channel block for per axis) --
+// q = saturate(round_half_even(x / scale) + zero_point) to uint8 (to_u8) or int8; NaN gives the
+// type's minimum. x = (q - zero_point) * scale.
+using QuantizeFn = void (*)(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n);
+using DequantizeFn = void (*)(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n);
+
 // --- element-wise float32 -----------------------------------------------------------------------
 enum class BinaryOp { kAdd = 0, kSub, kMul, kDiv };
 enum class UnaryOp { kRelu = 0, kSigmoid, kTanh, kErf, kSqrt, kExp, kNeg, kAbs, kGelu, kGeluTanh };
@@ -96,6 +102,8 @@ struct KernelTable {
   UnaryFn unary;
   ClipFn clip;
   IgemmPackedFn igemm_packed;
+  QuantizeFn quantize;
+  DequantizeFn dequantize;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
 };
@@ -111,6 +119,10 @@ void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, c
                          const int16_t*, void*, int64_t, const IgemmEpilogue&);
 void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
                             const int16_t*, void*, int64_t, const IgemmEpilogue&);
+void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
+void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
+void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);
+void dequantize_avx2(const void*, bool, int32_t, float, float*, int64_t);
 void binary_vv_scalar(BinaryOp, const float*, const float*, float*, int64_t);
 void binary_vs_scalar(BinaryOp, const float*, float, float*, int64_t);
 void binary_sv_scalar(BinaryOp, float, const float*, float*, int64_t);

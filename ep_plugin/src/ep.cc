@@ -195,6 +195,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       const std::vector<std::string> outputs = value_names(fused_nodes[i], false);
       std::vector<std::string> unfused;
       fuse_qdq_units(rg.graph, outputs, &unfused);
+      fold_constant_dequantize(rg.graph, outputs);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);

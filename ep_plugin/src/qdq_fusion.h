@@ -15,4 +15,8 @@ namespace optim {
 // units fused; `unfused` (optional) receives "MatMul 'name': reason" for each MatMul/Gemm left in float.
 size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::vector<std::string>* unfused = nullptr);
 
+// Replaces each DequantizeLinear of constants (weights and biases left in float units) by its float
+// result, computed once here instead of on every run. Returns the number folded.
+size_t fold_constant_dequantize(Graph& g, const std::vector<std::string>& outputs);
+
 }  // namespace optim

@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "op.h"
-#include "quant_math.h"
 
 namespace optim {
 namespace {
@@ -34,6 +33,29 @@ void check_zero_point(const std::vector<const Shape*>& in) {
     throw Error("zero point " + shape_str(*in[2]) + " does not match scale " + shape_str(*in[1]));
 }
 
+// Runs fn(begin, end, channel) over runs of elements that share one scale/zero point: the whole
+// tensor per tensor, blocks of `inner` elements per axis; in parallel chunks.
+void for_each_run(const RunContext& rc, int64_t total, const AxisLayout& l,
+                  const std::function<void(int64_t, int64_t, int64_t)>& fn) {
+  if (l.channels == 1) {
+    parallel_chunks(rc, total, [&](int64_t b, int64_t e) { fn(b, e, 0); });
+    return;
+  }
+  const int64_t blocks = l.inner ? total / l.inner : 0;
+  parallel_chunks(rc, blocks, [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; ++blk) fn(blk * l.inner, (blk + 1) * l.inner, blk % l.channels);
+  });
+}
+
+int32_t zero_point_at(const TensorRef& zp, int64_t c) {
+  if (!zp.present()) return 0;
+  switch (zp.dtype) {
+    case DType::kUint8: return zp.as<uint8_t>()[c];
+    case DType::kInt8: return zp.as<int8_t>()[c];
+    default: return zp.as<int32_t>()[c];
+  }
+}
+
 class QuantizeImpl : public Op {
  public:
   QuantizeImpl(int64_t axis, DType out) : axis_(axis), out_(out) {}
@@ -46,18 +68,11 @@ class QuantizeImpl : public Op {
     const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
     const float* x = in[0].as<float>();
     const float* scale = in[1].as<float>();
-    const bool has_zp = in.size() > 2 && in[2].present();
-    parallel_chunks(rc, in[0].numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
-        if (out_ == DType::kUint8) {
-          const int32_t zp = has_zp ? in[2].as<uint8_t>()[c] : 0;
-          out[0].as<uint8_t>()[i] = static_cast<uint8_t>(quantize_value(x[i], scale[c], zp, 0, 255));
-        } else {
-          const int32_t zp = has_zp ? in[2].as<int8_t>()[c] : 0;
-          out[0].as<int8_t>()[i] = static_cast<int8_t>(quantize_value(x[i], scale[c], zp, -128, 127));
-        }
-      }
+    const TensorRef zp = in.size() > 2 ? in[2] : TensorRef{};
+    const bool to_u8 = out_ == DType::kUint8;
+    uint8_t* q = static_cast<uint8_t*>(out[0].data);
+    for_each_run(rc, in[0].numel(), l, [&](int64_t b, int64_t e, int64_t c) {
+      rc.kernels.quantize(x + b, scale[c], zero_point_at(zp, c), to_u8, q + b, e - b);
     });
   }
 
@@ -77,20 +92,16 @@ class DequantizeImpl : public Op {
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
     const float* scale = in[1].as<float>();
-    const bool has_zp = in.size() > 2 && in[2].present();
+    const TensorRef zp = in.size() > 2 ? in[2] : TensorRef{};
     float* y = out[0].as<float>();
-    parallel_chunks(rc, in[0].numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
-        int32_t q = 0, zp = 0;
-        switch (in_) {
-          case DType::kUint8: q = in[0].as<uint8_t>()[i]; zp = has_zp ? in[2].as<uint8_t>()[c] : 0; break;
-          case DType::kInt8: q = in[0].as<int8_t>()[i]; zp = has_zp ? in[2].as<int8_t>()[c] : 0; break;
-          default: q = in[0].as<int32_t>()[i]; zp = has_zp ? in[2].as<int32_t>()[c] : 0; break;
-        }
-        // int32 inputs (biases) can reach 2^31: subtract in 64 bits, as the real value is meant.
-        y[i] = static_cast<float>(static_cast<int64_t>(q) - zp) * scale[c];
+    for_each_run(rc, in[0].numel(), l, [&](int64_t b, int64_t e, int64_t c) {
+      const int32_t z = zero_point_at(zp, c);
+      if (in_ == DType::kInt32) {  // biases: subtract in 64 bits, the values may reach 2^31
+        const int32_t* q = in[0].as<int32_t>();
+        for (int64_t i = b; i < e; ++i) y[i] = static_cast<float>(static_cast<int64_t>(q[i]) - z) * scale[c];
+        return;
       }
+      rc.kernels.dequantize(static_cast<const uint8_t*>(in[0].data) + b, in_ == DType::kUint8, z, scale[c], y + b, e - b);
     });
   }
 

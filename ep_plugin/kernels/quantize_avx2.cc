@@ -1,0 +1,40 @@
+// AVX2 QuantizeLinear / DequantizeLinear, eight values at a time, with the scalar reference's exact
+// operations (true division, round half to even, NaN to the minimum), so results are identical.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernel_table.h"
+
+namespace optim::kernels {
+
+void quantize_avx2(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
+  const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(static_cast<float>(zero_point));
+  const __m256 lo = _mm256_set1_ps(to_u8 ? 0.f : -128.f), hi = _mm256_set1_ps(to_u8 ? 255.f : 127.f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_add_ps(v, vz);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);  // max(NaN, lo) is lo: NaN becomes the minimum
+    const __m256i w = _mm256_cvtps_epi32(v);
+    const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    const __m128i w8 = to_u8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(q) + i), w8);
+  }
+  if (i < n) quantize_scalar(x + i, scale, zero_point, to_u8, static_cast<uint8_t*>(q) + i, n - i);
+}
+
+void dequantize_avx2(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {
+  const __m256i vz = _mm256_set1_epi32(zero_point);
+  const __m256 vs = _mm256_set1_ps(scale);
+  const uint8_t* src = static_cast<const uint8_t*>(q);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+    const __m256i v = from_u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, vz)), vs));
+  }
+  if (i < n) dequantize_scalar(src + i, from_u8, zero_point, scale, x + i, n - i);
+}
+
+}  // namespace optim::kernels
