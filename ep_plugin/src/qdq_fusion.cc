@@ -102,6 +102,27 @@ bool weight_dq_ok(const Graph& g, const Node& dq, bool trans_b) {
   return true;
 }
 
+// Conv weights: DequantizeLinear of a constant int8/uint8 [Cout, Cin/g, k...] tensor, per tensor or per
+// output channel (axis 0).
+bool conv_weight_dq_ok(const Graph& g, const Node& dq) {
+  const Tensor* w = g.constant(dq.inputs[0]);
+  if (!w || (w->shape.size() != 3 && w->shape.size() != 4) || (w->dtype != DType::kInt8 && w->dtype != DType::kUint8))
+    return false;
+  if (dq.attr_i("block_size", 0) != 0) return false;
+  const Tensor* s = g.constant(dq.inputs[1]);
+  if (!s || s->dtype != DType::kFloat32) return false;
+  if (s->numel() != 1) {
+    int64_t axis = dq.attr_i("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(w->shape.size());
+    if (s->shape.size() != 1 || s->numel() != w->shape[0] || axis != 0) return false;
+  }
+  if (dq.has_input(2)) {
+    const Tensor* z = g.constant(dq.inputs[2]);
+    if (!z || z->dtype != w->dtype || z->numel() != s->numel()) return false;
+  }
+  return true;
+}
+
 // A bias (Gemm's C or the Add after a MatMul) as float32 constants of N values (or one), read
 // either from a float constant or through a DequantizeLinear of an int32 constant.
 bool bias_values(const Graph& g, const Matcher& m, const std::string& name, int64_t n, std::vector<float>* out) {
@@ -142,8 +163,8 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
   for (size_t i = 0; i < original; ++i) {
     if (m.dead().count(i)) continue;
     const Node& mm = g.nodes[i];
-    const bool gemm = mm.op == "Gemm";
-    if ((mm.op != "MatMul" && !gemm) || !(mm.domain.empty() || mm.domain == "ai.onnx") || mm.inputs.size() < 2) continue;
+    const bool gemm = mm.op == "Gemm", conv = mm.op == "Conv";
+    if ((mm.op != "MatMul" && !gemm && !conv) || !(mm.domain.empty() || mm.domain == "ai.onnx") || mm.inputs.size() < 2) continue;
     if (gemm && (mm.attr_i("transA", 0) != 0 || mm.attr_f("alpha", 1.f) != 1.f || mm.attr_f("beta", 1.f) != 1.f)) {
       refuse(mm, "Gemm with transA or alpha/beta other than 1");
       continue;
@@ -159,27 +180,33 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
       refuse(mm, "input A is not a uint8/int8 tensor dequantized with a constant per-tensor scale and zero point");
       continue;
     }
-    if (!weight_dq_ok(g, *dw, trans_b)) {
-      refuse(mm, "input B is not a constant 2-D int8/uint8 weight dequantized per tensor or per output column");
+    if (conv ? !conv_weight_dq_ok(g, *dw) : !weight_dq_ok(g, *dw, trans_b)) {
+      refuse(mm, conv ? "its weights are not a constant 1-D/2-D int8/uint8 kernel dequantized per tensor or per output channel"
+                      : "input B is not a constant 2-D int8/uint8 weight dequantized per tensor or per output column");
+      continue;
+    }
+    if (conv && mm.attr_s("auto_pad", "NOTSET") != "NOTSET" && mm.attr_s("auto_pad", "NOTSET") != "VALID" &&
+        mm.attr_s("auto_pad", "NOTSET") != "SAME_UPPER" && mm.attr_s("auto_pad", "NOTSET") != "SAME_LOWER") {
+      refuse(mm, "auto_pad is not one OptimEP implements");
       continue;
     }
     const Tensor* w = g.constant(dw->inputs[0]);
-    const int64_t n = trans_b ? w->shape[0] : w->shape[1];
+    const int64_t n = conv ? w->shape[0] : trans_b ? w->shape[0] : w->shape[1];
 
     // Walk forward: [bias Add] [Relu] QuantizeLinear, each the sole reader of the value before it.
     std::vector<float> bias;
     const Node* bias_dq = nullptr;
     std::vector<const Node*> chain;
     std::string value = mm.outputs[0];
-    if (gemm && mm.has_input(2)) {
+    if ((gemm || conv) && mm.has_input(2)) {
       if (!bias_values(g, m, mm.inputs[2], n, &bias)) {
-        refuse(mm, "its bias is not a float32 or dequantized int32 constant of N values");
+        refuse(mm, "its bias is not a float32 or dequantized int32 constant of one value per output channel");
         continue;
       }
       bias_dq = m.produced_by(mm.inputs[2], "DequantizeLinear");
     }
     const Node* next = m.sole_reader(value);
-    if (next && !gemm && next->op == "Add" && bias.empty()) {
+    if (next && !gemm && !conv && next->op == "Add" && bias.empty()) {
       const std::string& other = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
       if (bias_values(g, m, other, n, &bias)) {
         bias_dq = m.produced_by(other, "DequantizeLinear");
@@ -209,7 +236,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
 
     Node q;
     q.name = mm.name;  // errors name the user's MatMul/Gemm
-    q.op = "QGemm";
+    q.op = conv ? "QConv" : "QGemm";
     q.domain = kInternalDomain;
     q.since_version = 1;
     q.inputs.assign(kQGemmInputCount, "");
@@ -233,6 +260,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
     q.inputs[kQGemmYScale] = next->inputs[1];
     q.inputs[kQGemmYZero] = next->has_input(2) ? next->inputs[2] : "";
     q.outputs = {next->outputs[0]};
+    if (conv) q.attrs = mm.attrs;  // kernel_shape, strides, pads, dilations, group, auto_pad
     Attr tb;
     tb.type = ORT_OP_ATTR_INT;
     tb.i = trans_b ? 1 : 0;

@@ -1,6 +1,6 @@
 // Rewrites QDQ units inside a partition into integer ops before the plan is built:
-//   DequantizeLinear(x) , DequantizeLinear(W const) -> MatMul | Gemm (+ bias) [-> Relu] -> QuantizeLinear
-// becomes one internal QGemm node (exact int32 accumulation, requantized in the epilogue). A unit
+//   DequantizeLinear(x) , DequantizeLinear(W const) -> MatMul | Gemm | Conv (+ bias) [-> Relu] -> QuantizeLinear
+// becomes one internal QGemm or QConv node (exact int32 accumulation, requantized in the epilogue). A unit
 // that does not match stays as it is and runs in float, which is still exactly what ONNX defines.
 #pragma once
 

@@ -127,3 +127,82 @@ def test_a_unit_whose_middle_value_is_a_graph_output_stays_float_and_correct():
     ref_q, ref_mm = run_cpu(model2, {"x": x})
     np.testing.assert_allclose(got_mm, ref_mm, rtol=1e-4, atol=1e-4)
     assert np.abs(got_q.astype(np.int32) - ref_q.astype(np.int32)).max() <= INT8_STEP_TOLERANCE
+
+
+# --- convolution units ------------------------------------------------------------------------------
+
+def _qdq_conv_model(n, c, h, w, cout, k, *, stride, pad, group, x_type, relu, per_channel, seed):
+    rng = np.random.default_rng(seed)
+    x_np = np.uint8 if x_type == "u8" else np.int8
+    x_zp = np.array(rng.integers(100, 156) if x_type == "u8" else rng.integers(-20, 20), dtype=x_np)
+    x_scale = np.float32(0.02)
+    wq = rng.integers(-127, 128, size=(cout, c // group, k, k)).astype(np.int8)
+    w_scale = (rng.uniform(0.002, 0.01, size=cout) if per_channel else rng.uniform(0.002, 0.01, size=())).astype(np.float32)
+    b_q = rng.integers(-3000, 3000, size=cout).astype(np.int32)
+    b_scale = (x_scale * w_scale).astype(np.float32) if per_channel else np.float32(x_scale * w_scale)
+    y_scale, y_zp = np.float32(0.02 * 0.006 * np.sqrt(c * k * k / group) * 60), np.array(rng.integers(100, 150), dtype=np.uint8)
+    inits = {"x_scale": x_scale, "x_zp": x_zp, "w": wq, "w_scale": w_scale, "b": b_q, "b_scale": b_scale,
+             "y_scale": y_scale, "y_zp": y_zp}
+    nodes = [N("DequantizeLinear", ["x", "x_scale", "x_zp"], ["xf"]),
+             N("DequantizeLinear", ["w", "w_scale"], ["wf"], axis=0),
+             N("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=0),
+             N("Conv", ["xf", "wf", "bf"], ["cv"], name="the_conv", strides=[stride, stride], pads=[pad] * 4, group=group)]
+    last = "cv"
+    if relu:
+        nodes.append(N("Relu", ["cv"], ["r"]))
+        last = "r"
+    nodes.append(N("QuantizeLinear", [last, "y_scale", "y_zp"], ["y"]))
+    graph = helper.make_graph(
+        nodes, "qconv",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8, [n, c, h, w])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    info = np.iinfo(x_np)
+    x = rng.integers(info.min, info.max + 1, size=(n, c, h, w)).astype(x_np)
+    return model, x, dict(inits, stride=stride, pad=pad, group=group, relu=relu)
+
+
+def _conv_replica(x, p):
+    """Exact int64 convolution of (x - zx) with zero padding, then the epilogue in float32."""
+    s, pad, g = p["stride"], p["pad"], p["group"]
+    wq = p["w"].astype(np.int64)
+    cout, cin_g, k, _ = wq.shape
+    xs = np.pad(x.astype(np.int64) - np.int64(p["x_zp"]), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n, c, hp, wp = xs.shape
+    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
+    acc = np.zeros((n, cout, oh, ow), np.int64)
+    cout_g = cout // g
+    for gi in range(g):
+        xg = xs[:, gi * cin_g:(gi + 1) * cin_g]
+        for ky in range(k):
+            for kx in range(k):
+                patch = xg[:, :, ky:ky + s * oh:s, kx:kx + s * ow:s]  # n, cin_g, oh, ow
+                acc[:, gi * cout_g:(gi + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wq[gi * cout_g:(gi + 1) * cout_g, :, ky, kx])
+    scale = (np.float32(p["x_scale"]) * np.asarray(p["w_scale"], np.float32)).astype(np.float32) * np.ones(cout, np.float32)
+    bias = (p["b"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
+    real = acc.astype(np.int32).astype(np.float32) * scale[None, :, None, None] + bias[None, :, None, None]
+    q = np.rint((real * (np.float32(1) / np.float32(p["y_scale"]))).astype(np.float32)) + np.float32(p["y_zp"])
+    lo = int(p["y_zp"]) if p["relu"] else 0
+    return np.clip(q, lo, 255).astype(np.uint8)
+
+
+CONV_CASES = {
+    "conv3x3_u8_pad_relu": dict(n=2, c=8, h=9, w=11, cout=16, k=3, stride=1, pad=1, group=1, x_type="u8", relu=True, per_channel=True),
+    "conv3x3_s8_stride2_odd_k": dict(n=1, c=3, h=15, w=15, cout=7, k=3, stride=2, pad=1, group=1, x_type="s8", relu=False, per_channel=True),
+    "conv1x1_pertensor_wide": dict(n=1, c=33, h=20, w=20, cout=40, k=1, stride=1, pad=0, group=1, x_type="u8", relu=True, per_channel=False),
+    "conv3x3_groups": dict(n=2, c=8, h=6, w=6, cout=8, k=3, stride=1, pad=1, group=4, x_type="u8", relu=False, per_channel=True),
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(CONV_CASES))
+def test_qdq_conv_unit_is_integer_and_exact(cid, isa):
+    model, x, p = _qdq_conv_model(**CONV_CASES[cid], seed=len(cid))
+    sess = session(model, fallback=False, isa=isa)
+    assert placement(sess).integer_units == 1
+    got = sess.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, _conv_replica(x, p), err_msg=cid)
+    ref = run_cpu(model, {"x": x})[0]
+    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= INT8_STEP_TOLERANCE

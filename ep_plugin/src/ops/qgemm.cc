@@ -32,45 +32,26 @@ int32_t zero_point(const Graph& g, const std::string& name) {
 class QGemmImpl : public Op {
  public:
   QGemmImpl(const Node& n, const Graph& g) {
-    const ValueInfo* x = g.value(n.inputs[kQGemmX]);
-    x_dtype_ = x ? x->dtype : DType::kUndefined;
-    x_zero_ = zero_point(g, n.inputs[kQGemmXZero]);
-    const float x_scale = float_scalar(g, n.inputs[kQGemmXScale], "x scale");
+    const QuantParams qp = read_quant_params(n, g);
+    x_dtype_ = qp.x_dtype;
+    x_zero_ = qp.x_zero;
     const Tensor* w = g.constant(n.inputs[kQGemmW]);
     if (!w || w->shape.size() != 2) throw Error("weights are not a 2-D constant");
     const bool trans_b = n.attr_i("transB", 0) != 0;
     k_ = trans_b ? w->shape[1] : w->shape[0];
     n_ = trans_b ? w->shape[0] : w->shape[1];
-    const Tensor* ws = g.constant(n.inputs[kQGemmWScale]);
-    const Tensor* wz = n.inputs[kQGemmWZero].empty() ? nullptr : g.constant(n.inputs[kQGemmWZero]);
-    const bool per_col = ws->numel() != 1;
     // Weights minus their zero point, widened to int16, packed once.
     std::vector<int16_t> wide(static_cast<size_t>(k_ * n_));
-    for (int64_t kk = 0; kk < k_; ++kk) {
-      for (int64_t j = 0; j < n_; ++j) {
-        const int64_t src = trans_b ? j * k_ + kk : kk * n_ + j;
-        const int32_t zp = wz ? int_at(*wz, per_col ? j : 0) : 0;
-        wide[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, src) - zp);
-      }
-    }
+    for (int64_t kk = 0; kk < k_; ++kk)
+      for (int64_t j = 0; j < n_; ++j)
+        wide[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
     kp_ = (k_ + 1) / 2;
     packed_.resize(kernels::igemm_packed_b_elems(kp_, n_));
     kernels::igemm_pack_b(wide.data(), n_, false, k_, n_, packed_.data());
     scale_.resize(static_cast<size_t>(n_));
-    for (int64_t j = 0; j < n_; ++j) scale_[j] = x_scale * ws->data<float>()[per_col ? j : 0];
-    if (!n.inputs[kQGemmBias].empty()) {
-      const Tensor* b = g.constant(n.inputs[kQGemmBias]);
-      bias_.assign(b->data<float>(), b->data<float>() + b->numel());
-      if (bias_.size() == 1) bias_.assign(static_cast<size_t>(n_), bias_[0]);
-    }
-    const float y_scale = float_scalar(g, n.inputs[kQGemmYScale], "y scale");
-    const ValueInfo* y = g.value(n.outputs[0]);
-    ep_.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
-    ep_.inv_out_scale = 1.f / y_scale;
-    ep_.out_zero = zero_point(g, n.inputs[kQGemmYZero]);
-    ep_.qmin = ep_.out == kernels::QuantOut::kInt8 ? -128 : 0;
-    ep_.qmax = ep_.out == kernels::QuantOut::kInt8 ? 127 : 255;
-    if (n.attr_i("relu", 0)) ep_.qmin = std::max(ep_.qmin, ep_.out_zero);  // Relu: nothing below real 0
+    for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.x_scale * qp.w_scale(j);
+    bias_ = qp.bias(n_);
+    ep_ = qp.epilogue;
     ep_.scale_col = scale_.data();
     ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
   }
@@ -120,6 +101,45 @@ std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::ma
 
 }  // namespace
 
+float QuantParams::w_scale(int64_t channel) const {
+  return w_scales->data<float>()[w_scales->numel() == 1 ? 0 : channel];
+}
+
+int32_t QuantParams::w_zero(int64_t channel) const {
+  return w_zeros ? int_at(*w_zeros, w_zeros->numel() == 1 ? 0 : channel) : 0;
+}
+
+std::vector<float> QuantParams::bias(int64_t channels) const {
+  if (bias_values.size() == 1) return std::vector<float>(static_cast<size_t>(channels), bias_values[0]);
+  return bias_values;
+}
+
+QuantParams read_quant_params(const Node& n, const Graph& g) {
+  QuantParams qp;
+  const ValueInfo* x = g.value(n.inputs[kQGemmX]);
+  qp.x_dtype = x ? x->dtype : DType::kUndefined;
+  if (qp.x_dtype != DType::kUint8 && qp.x_dtype != DType::kInt8) throw Error("x is not uint8/int8");
+  qp.x_zero = zero_point(g, n.inputs[kQGemmXZero]);
+  qp.x_scale = float_scalar(g, n.inputs[kQGemmXScale], "x scale");
+  qp.w_scales = g.constant(n.inputs[kQGemmWScale]);
+  if (!qp.w_scales || qp.w_scales->dtype != DType::kFloat32) throw Error("weight scale is not a float32 constant");
+  if (!n.inputs[kQGemmWZero].empty()) qp.w_zeros = g.constant(n.inputs[kQGemmWZero]);
+  if (!n.inputs[kQGemmBias].empty()) {
+    const Tensor* b = g.constant(n.inputs[kQGemmBias]);
+    if (!b || b->dtype != DType::kFloat32) throw Error("bias is not a float32 constant");
+    qp.bias_values.assign(b->data<float>(), b->data<float>() + b->numel());
+  }
+  kernels::IgemmEpilogue& ep = qp.epilogue;
+  const ValueInfo* y = g.value(n.outputs[0]);
+  ep.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
+  ep.inv_out_scale = 1.f / float_scalar(g, n.inputs[kQGemmYScale], "y scale");
+  ep.out_zero = zero_point(g, n.inputs[kQGemmYZero]);
+  ep.qmin = ep.out == kernels::QuantOut::kInt8 ? -128 : 0;
+  ep.qmax = ep.out == kernels::QuantOut::kInt8 ? 127 : 255;
+  if (n.attr_i("relu", 0)) ep.qmin = std::max(ep.qmin, ep.out_zero);  // Relu: nothing below real 0
+  return qp;
+}
+
 void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
                const int16_t* b_packed, void* c, int64_t ldc, const kernels::IgemmEpilogue& ep) {
   const int64_t panels = (n + kernels::kIgemmNR - 1) / kernels::kIgemmNR;
@@ -139,6 +159,8 @@ void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int
   });
 }
 
-std::vector<OpDef> internal_op_defs() { return {{"QGemm", 1, 1, check_internal, create_qgemm}}; }
+OpDef qconv_op_def();  // qconv.cc
+
+std::vector<OpDef> internal_op_defs() { return {{"QGemm", 1, 1, check_internal, create_qgemm}, qconv_op_def()}; }
 
 }  // namespace optim

@@ -1,5 +1,5 @@
-// The integer GEMM unit that qdq_fusion.cc builds out of QDQ MatMul/Gemm patterns, and the driver
-// that splits an int8 GEMM over ORT's thread pool.
+// The integer units qdq_fusion.cc builds out of QDQ MatMul/Gemm (QGemm) and Conv (QConv) patterns,
+// their shared quantization parameters, and the driver that splits an int8 GEMM over the pool.
 #pragma once
 
 #include "op.h"
@@ -9,12 +9,30 @@ namespace optim {
 // Domain of the ops OptimEP creates itself: never claimable from a user's model.
 constexpr const char* kInternalDomain = "optim.internal";
 
-// Input positions of an internal QGemm node (names of partition values; "" when absent). Attributes:
-// transB (W stored N x K), relu (a Relu sat between the product and the QuantizeLinear).
+// Input positions of an internal QGemm/QConv node (names of partition values; "" when absent).
+// Attributes: transB (QGemm: W stored N x K), relu (a Relu sat between the product and the
+// QuantizeLinear), and for QConv the Conv's own attributes.
 enum QGemmInput : size_t {
   kQGemmX = 0, kQGemmXScale, kQGemmXZero, kQGemmW, kQGemmWScale, kQGemmWZero, kQGemmBias, kQGemmYScale, kQGemmYZero,
   kQGemmInputCount
 };
+
+// The quantization parameters of a fused unit, read from its node's constant inputs.
+struct QuantParams {
+  DType x_dtype = DType::kUint8;
+  int32_t x_zero = 0;
+  float x_scale = 1.f;
+  const Tensor* w_scales = nullptr;  // one value, or one per output channel
+  const Tensor* w_zeros = nullptr;   // absent, or like w_scales
+  std::vector<float> bias_values;    // empty, one value, or one per output channel
+  kernels::IgemmEpilogue epilogue;   // output type, 1/y_scale, y zero point, saturation (with Relu)
+
+  float w_scale(int64_t channel) const;
+  int32_t w_zero(int64_t channel) const;
+  std::vector<float> bias(int64_t channels) const;  // empty when there is none
+};
+// Throws Error when an input is not the constant the fusion promised.
+QuantParams read_quant_params(const Node& n, const Graph& g);
 
 // C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::IgemmPackedFn).
 void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
