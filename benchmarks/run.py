@@ -2,10 +2,12 @@
 
     .venv/bin/python benchmarks/run.py [--runs 50] [--threads 2] [--batch 1,16] [--json out.json]
 
-Exports each zoo model (needs torch), then for each batch size times OptimEP and the CPU EP (ORT's
-default, all graph optimizations) in alternation, A B A B, so that drift hits both equally. Reports
-medians, p90 and the ratio CPU-EP median / OptimEP median (> 1: OptimEP is faster), and rewrites the
-table between the markers in benchmarks/BENCHMARKS.md.
+Exports each zoo model (needs torch) and quantizes it to int8 QDQ, then for each batch size times, in
+alternation (A B A B, so that drift hits all sides equally): fp32 on OptimEP and the CPU EP (ORT's
+default, all graph optimizations); int8 on OptimEP, the CPU EP and the CPU EP with optimizations
+disabled (ORT's exact reference). Reports medians, p90, the ratio CPU-EP median / OptimEP median
+(> 1: OptimEP is faster) and int8 accuracy against fp32, and rewrites the tables between the markers
+in benchmarks/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -27,15 +29,41 @@ from optim.ep_plugin import cpu_session, placement, session
 from optim.models import ZOO, example_inputs
 
 HERE = Path(__file__).resolve().parent
-TABLE_BEGIN = "<!-- fp32-zoo:begin -->"
-TABLE_END = "<!-- fp32-zoo:end -->"
+FP32_MARKERS = ("<!-- fp32-zoo:begin -->", "<!-- fp32-zoo:end -->")
+INT8_MARKERS = ("<!-- int8-zoo:begin -->", "<!-- int8-zoo:end -->")
+CALIBRATION_SEEDS = range(1000, 1016)  # calibration inputs; timing and accuracy use other seeds
 
 
 def cpu_model() -> str:
+    name, flags = platform.processor() or "unknown", set()
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+            name = line.split(":", 1)[1].strip()
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    return f"{name} ({', '.join(isa)})"
+
+
+def quantize_int8(fp32: Path, name: str, out: Path) -> Path:
+    """Static int8 QDQ with onnxruntime.quantization (per-channel int8 weights, uint8 activations),
+    calibrated on zoo example inputs; `optim quantize` (issue 5) will replace this."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.feeds = iter([example_inputs(name, seed=s) for s in CALIBRATION_SEEDS])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
+    return out
+
+
+def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref.astype(np.float64)), 1e-30))
 
 
 def batch_inputs(name: str, batch: int) -> dict[str, np.ndarray]:
@@ -75,49 +103,87 @@ def main(argv=None) -> int:
 
     from optim.exporter import export  # torch only here: running models never needs it
 
-    rows = []
+    fp32_rows, int8_rows = [], []
+    # Pool threads that spin after a run would steal the cores from the next session's run.
+    kw = {"threads": args.threads, "config": {"session.intra_op.allow_spinning": "0"}}
     with tempfile.TemporaryDirectory() as tmp:
         for name in ZOO:
             path = export(name, Path(tmp) / f"{name}.onnx").path
-            optim_sess = session(str(path), threads=args.threads)
-            cpu_sess = cpu_session(str(path), threads=args.threads)
-            p = placement(optim_sess)
+            int8 = quantize_int8(Path(path), name, Path(tmp) / f"{name}.int8.onnx")
+            sessions = {
+                "fp32_optim": session(str(path), **kw),
+                "fp32_cpu": cpu_session(str(path), **kw),
+                "int8_optim": session(str(int8), **kw),
+                "int8_cpu": cpu_session(str(int8), **kw),
+                "int8_cpu_noopt": cpu_session(str(int8), optimization="disable", **kw),
+            }
+            p32, p8 = placement(sessions["fp32_optim"]), placement(sessions["int8_optim"])
             for batch in batches:
                 feeds = batch_inputs(name, batch)
-                t = time_pair({"optim": optim_sess, "cpu": cpu_sess}, feeds, args.runs, args.warmup)
-                o, c = summarize(t["optim"]), summarize(t["cpu"])
-                rows.append({"model": name, "batch": batch, "optim": o, "cpu": c,
-                             "ratio": c["median_ms"] / o["median_ms"],
-                             "placement": f"{p.optim_nodes}/{p.total_nodes}"})
-                print(f"{name:12s} batch {batch:3d}  OptimEP {o['median_ms']:8.3f} ms  CPU EP {c['median_ms']:8.3f} ms  "
-                      f"ratio {rows[-1]['ratio']:.2f}  (cv {o['cv']:.2f}/{c['cv']:.2f})", flush=True)
+                t = time_pair(sessions, feeds, args.runs, args.warmup)
+                st = {k: summarize(v) for k, v in t.items()}
+                fp32_rows.append({"model": name, "batch": batch, "optim": st["fp32_optim"], "cpu": st["fp32_cpu"],
+                                  "ratio": st["fp32_cpu"]["median_ms"] / st["fp32_optim"]["median_ms"],
+                                  "placement": f"{p32.optim_nodes}/{p32.total_nodes}"})
+                ref = sessions["fp32_cpu"].run(None, feeds)[0]
+                int8_rows.append({
+                    "model": name, "batch": batch, "optim": st["int8_optim"], "cpu": st["int8_cpu"],
+                    "cpu_noopt": st["int8_cpu_noopt"],
+                    "ratio": st["int8_cpu"]["median_ms"] / st["int8_optim"]["median_ms"],
+                    "ratio_noopt": st["int8_cpu_noopt"]["median_ms"] / st["int8_optim"]["median_ms"],
+                    "placement": f"{p8.optim_nodes}/{p8.total_nodes}", "integer_units": p8.integer_units,
+                    "rel_l2": {k: relative_l2(sessions[k].run(None, feeds)[0], ref)
+                               for k in ("int8_optim", "int8_cpu", "int8_cpu_noopt")},
+                })
+                r8 = int8_rows[-1]
+                print(f"{name:12s} batch {batch:3d}  fp32 ratio {fp32_rows[-1]['ratio']:.2f} "
+                      f"({st['fp32_optim']['median_ms']:.3f} vs {st['fp32_cpu']['median_ms']:.3f} ms)  "
+                      f"int8 ratio {r8['ratio']:.2f} ({st['int8_optim']['median_ms']:.3f} vs {st['int8_cpu']['median_ms']:.3f} ms, "
+                      f"noopt {st['int8_cpu_noopt']['median_ms']:.3f})  rel L2 {r8['rel_l2']['int8_optim']:.4f} vs "
+                      f"{r8['rel_l2']['int8_cpu']:.4f}", flush=True)
 
     command = "make bench  # = .venv/bin/python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
     machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__,
-               "python": platform.python_version(), "threads": args.threads, "runs": args.runs}
+               "python": platform.python_version(), "threads": args.threads, "runs": args.runs,
+               "spinning": "off (session.intra_op.allow_spinning=0 for every session)"}
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine, "command": command, "rows": rows}, indent=2))
+        Path(args.json).write_text(json.dumps({"machine": machine, "command": command, "fp32": fp32_rows,
+                                               "int8": int8_rows}, indent=2))
     if not args.no_markdown:
-        write_markdown(rows, machine, command)
+        write_markdown(fp32_rows, int8_rows, machine, command)
     return 0
 
 
-def write_markdown(rows, machine, command) -> None:
-    lines = [TABLE_BEGIN, "",
-             f"Command: `{command.strip()}`  ",
-             f"Machine: {machine['cpu']}, {machine['cores']} cores; onnxruntime {machine['onnxruntime']}, "
-             f"{machine['threads']} intra-op threads, {machine['runs']} alternating runs per side (after warm-up).",
-             "",
-             "| model | batch | on OptimEP | OptimEP median (ms) | CPU EP median (ms) | ratio CPU/OptimEP | OptimEP p90 | CPU EP p90 |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['batch']} | {r['placement']} | {r['optim']['median_ms']:.3f} | "
-                     f"{r['cpu']['median_ms']:.3f} | {r['ratio']:.2f} | {r['optim']['p90_ms']:.3f} | {r['cpu']['p90_ms']:.3f} |")
-    lines += ["", TABLE_END]
+def _header(machine, command) -> list[str]:
+    return ["", f"Command: `{command.strip()}`  ",
+            f"Machine: {machine['cpu']}, {machine['cores']} cores; onnxruntime {machine['onnxruntime']}, "
+            f"{machine['threads']} intra-op threads (no spinning), {machine['runs']} alternating runs per side (after warm-up).", ""]
+
+
+def _replace_between(text: str, markers: tuple[str, str], lines: list[str]) -> str:
+    start, end = text.index(markers[0]), text.index(markers[1]) + len(markers[1])
+    return text[:start] + "\n".join([markers[0], *lines, "", markers[1]]) + text[end:]
+
+
+def write_markdown(fp32_rows, int8_rows, machine, command) -> None:
+    fp32 = _header(machine, command) + [
+        "| model | batch | on OptimEP | OptimEP median (ms) | CPU EP median (ms) | ratio CPU/OptimEP | OptimEP p90 | CPU EP p90 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in fp32_rows:
+        fp32.append(f"| {r['model']} | {r['batch']} | {r['placement']} | {r['optim']['median_ms']:.3f} | "
+                    f"{r['cpu']['median_ms']:.3f} | {r['ratio']:.2f} | {r['optim']['p90_ms']:.3f} | {r['cpu']['p90_ms']:.3f} |")
+    int8 = _header(machine, command) + [
+        "| model | batch | on OptimEP | integer units | OptimEP median (ms) | CPU EP (ms) | CPU EP no-opt (ms) | "
+        "ratio CPU/OptimEP | ratio no-opt/OptimEP | rel. L2 vs fp32: OptimEP / CPU EP / no-opt |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in int8_rows:
+        e = r["rel_l2"]
+        int8.append(f"| {r['model']} | {r['batch']} | {r['placement']} | {r['integer_units']} | {r['optim']['median_ms']:.3f} | "
+                    f"{r['cpu']['median_ms']:.3f} | {r['cpu_noopt']['median_ms']:.3f} | {r['ratio']:.2f} | "
+                    f"{r['ratio_noopt']:.2f} | {e['int8_optim']:.4f} / {e['int8_cpu']:.4f} / {e['int8_cpu_noopt']:.4f} |")
     md = HERE / "BENCHMARKS.md"
-    text = md.read_text()
-    start, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END)
-    md.write_text(text[:start] + "\n".join(lines) + text[end:])
+    text = _replace_between(md.read_text(), FP32_MARKERS, fp32)
+    md.write_text(_replace_between(text, INT8_MARKERS, int8))
 
 
 if __name__ == "__main__":

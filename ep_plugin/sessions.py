@@ -43,7 +43,7 @@ def _model_arg(model: ModelLike):
     return model
 
 
-def _session_options(threads: int | None, optimization: str) -> ort.SessionOptions:
+def _session_options(threads: int | None, optimization: str, config: dict[str, str] | None = None) -> ort.SessionOptions:
     if optimization not in _OPTIMIZATION:
         raise ValueError(f"optimization must be one of {', '.join(_OPTIMIZATION)}, got {optimization!r}")
     so = ort.SessionOptions()
@@ -53,6 +53,8 @@ def _session_options(threads: int | None, optimization: str) -> ort.SessionOptio
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         so.intra_op_num_threads = threads
+    for key, value in (config or {}).items():
+        so.add_session_config_entry(key, str(value))
     return so
 
 
@@ -62,6 +64,7 @@ def session(
     fallback: bool = True,
     threads: int | None = None,
     optimization: str = "basic",
+    config: dict[str, str] | None = None,
     **ep_options: str,
 ) -> ort.InferenceSession:
     """An InferenceSession that runs what OptimEP claims on OptimEP and the rest on ORT's CPU EP.
@@ -69,6 +72,7 @@ def session(
     fallback=False makes session creation fail when any node would be left to the CPU EP.
     optimization is ORT's graph optimization level before partitioning: 'basic' (default) keeps
     the graph close to the file; 'all' adds ORT's CPU-specific fusions, which OptimEP does not run.
+    config: extra ONNX Runtime session config entries (e.g. {"session.intra_op.allow_spinning": "0"}).
     ep_options: see EP_OPTIONS; values are strings (ints are converted).
     """
     register()
@@ -83,7 +87,7 @@ def session(
         os.close(fd)
         os.unlink(report)  # the EP creates it; absent means OptimEP saw no graph
         options["placement_report"] = report
-    so = _session_options(threads, optimization)
+    so = _session_options(threads, optimization, config)
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     if not fallback:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
@@ -133,7 +137,9 @@ def _read_report(path: str) -> dict:
         return {"graphs": []}
 
 
-def cpu_session(model: ModelLike, *, threads: int | None = None, optimization: str = "all") -> ort.InferenceSession:
-    """An InferenceSession on ONNX Runtime's CPU EP alone (the reference OptimEP is compared with)."""
-    so = _session_options(threads, optimization)
+def cpu_session(model: ModelLike, *, threads: int | None = None, optimization: str = "all",
+                config: dict[str, str] | None = None) -> ort.InferenceSession:
+    """An InferenceSession on ONNX Runtime's CPU EP alone (the reference OptimEP is compared with).
+    optimization: 'all' (ORT's default), 'extended', 'basic' or 'disable'."""
+    so = _session_options(threads, optimization, config)
     return ort.InferenceSession(_model_arg(model), sess_options=so, providers=["CPUExecutionProvider"])

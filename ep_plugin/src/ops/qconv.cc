@@ -41,7 +41,8 @@ class QConvImpl : public Op {
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const ConvChunks ch = chunks(*in[0], infer(in)[0]);
-    return static_cast<size_t>(ch.slots * ch.panels_per_chunk * panel_elems()) * sizeof(int16_t);
+    // Per slot: the chunk's packed panels, then one panel's rows before interleaving.
+    return static_cast<size_t>(ch.slots * (ch.panels_per_chunk + 1) * panel_elems()) * sizeof(int16_t);
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
@@ -58,7 +59,7 @@ class QConvImpl : public Op {
     int16_t* scratch = static_cast<int16_t*>(rc.scratch());
     uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element (uint8 or int8)
     rc.parallel_for(static_cast<size_t>(ch.slots), [&](size_t slot) {
-      int16_t* packed = scratch + static_cast<int64_t>(slot) * ch.panels_per_chunk * panel_elems();
+      int16_t* packed = scratch + static_cast<int64_t>(slot) * (ch.panels_per_chunk + 1) * panel_elems();
       for (int64_t item = static_cast<int64_t>(slot); item < ch.items; item += ch.slots) {
         const int64_t chunk = item % ch.chunks, img_g = item / ch.chunks;
         const int64_t p0 = chunk * ch.panels_per_chunk, p1 = std::min(panels_total, p0 + ch.panels_per_chunk);
@@ -77,22 +78,36 @@ class QConvImpl : public Op {
  private:
   // Panel layout (see kernels::IgemmPackedFn): k rows in pairs, each pair NR interleaved (even, odd).
   int64_t panel_elems() const { return kp_ * 2 * kernels::kIgemmNR; }
-  static int64_t row_at(int64_t kk) { return (kk / 2) * 2 * kernels::kIgemmNR + (kk & 1); }
 
+  // im2col one panel at a time into plain rows (contiguous, so the conversion vectorizes), then
+  // interleave row pairs into the panel's (even, odd) pair layout. `packed` is followed by room for
+  // one panel of rows.
   void pack(const TensorRef& x, int64_t offset, const WindowGeometry& geo, int64_t p0, int64_t p1, int64_t n_out,
             int16_t* packed) const {
+    constexpr int64_t NR = kernels::kIgemmNR;
     const int32_t zx = x_zero_;
-    if (x_dtype_ == DType::kUint8) {
-      im2col_panels<kernels::kIgemmNR, 2>(x.as<uint8_t>() + offset, cg_, geo, p0, p1, n_out, packed, panel_elems(), row_at,
-                                          [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
-    } else {
-      im2col_panels<kernels::kIgemmNR, 2>(x.as<int8_t>() + offset, cg_, geo, p0, p1, n_out, packed, panel_elems(), row_at,
-                                          [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
-    }
     const int64_t k = cg_.k_dim();
-    if (k & 1) {  // the pad row of an odd K
-      for (int64_t p = 0; p < p1 - p0; ++p)
-        for (int64_t j = 0; j < kernels::kIgemmNR; ++j) packed[p * panel_elems() + row_at(k) + 2 * j] = 0;
+    int16_t* rows = packed + (p1 - p0) * panel_elems();
+    auto row_at = [](int64_t kk) { return kk * NR; };
+    for (int64_t p = p0; p < p1; ++p) {
+      if (x_dtype_ == DType::kUint8) {
+        im2col_panels<NR, 1>(x.as<uint8_t>() + offset, cg_, geo, p, p + 1, n_out, rows, panel_elems(), row_at,
+                             [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
+      } else {
+        im2col_panels<NR, 1>(x.as<int8_t>() + offset, cg_, geo, p, p + 1, n_out, rows, panel_elems(), row_at,
+                             [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
+      }
+      if (k & 1) std::fill(rows + k * NR, rows + (k + 1) * NR, int16_t{0});  // the pad row of an odd K
+      int16_t* out = packed + (p - p0) * panel_elems();
+      for (int64_t q = 0; q < kp_; ++q) {
+        const int16_t* r0 = rows + 2 * q * NR;
+        const int16_t* r1 = r0 + NR;
+        int16_t* o = out + q * 2 * NR;
+        for (int64_t j = 0; j < NR; ++j) {
+          o[2 * j] = r0[j];
+          o[2 * j + 1] = r1[j];
+        }
+      }
     }
   }
 
