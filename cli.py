@@ -158,6 +158,67 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
         click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}")
 
 
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Input shape (needed for dynamic dims). Repeatable.")
+@click.option("--batch", "batch_text", metavar="N[,N...]", help="Batch size(s): sets every input's first dim; a list sweeps.")
+@click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Warm-up runs per runtime.")
+@click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True, help="Timed runs per runtime.")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Time for this many seconds instead of --runs.")
+@click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
+@click.option("--vs", multiple=True, type=click.Choice(["cpu", "cpu-noopt", "openvino"]),
+              help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed), "
+                   "alternating runs. Repeatable.")
+@click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
+@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Write the full report as JSON to this file.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw the latency distribution (and sweep) to this PNG.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def bench(model, shapes, batch_text, warmup, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file, verbose):
+    """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
+    side by side with ONNX Runtime's CPU EP (ratio above 1 means OptimEP is faster)."""
+    from optim.ep_plugin.bench_report import print_report
+    from optim.ep_plugin.benchmark import benchmark
+    from optim.ep_plugin.runner import RunInputError, ort_error_message
+
+    _check_onnx_file(model)
+    try:
+        batches = [int(b) for b in batch_text.split(",")] if batch_text else None
+    except ValueError:
+        raise _UsageError(f"bad --batch {batch_text!r}: expected sizes like 1 or 1,8,32") from None
+    if batches and any(b < 1 for b in batches):
+        raise _UsageError(f"bad --batch {batch_text!r}: sizes must be >= 1")
+    try:
+        report = benchmark(model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs,
+                           duration=duration, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
+                           isa=isa, progress=lambda line: click.echo(line, err=True))
+    except RunInputError as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    except Exception as e:
+        if verbose:
+            raise
+        raise click.ClickException(ort_error_message(e)) from None
+    print_report(report, click.echo)
+    if json_file:
+        from optim.ep_plugin.files import atomic_write
+
+        with atomic_write(json_file) as tmp:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(report.to_dict(), f, indent=2)
+        click.echo(f"report written to {json_file}")
+    if plot_file:
+        from optim.ep_plugin.bench_plot import plot_report
+
+        try:
+            plot_report(report, plot_file)
+        except RuntimeError as e:
+            raise click.ClickException(str(e)) from None
+        click.echo(f"plot written to {plot_file}")
+
+
 def _check_onnx_file(path: str) -> None:
     import onnx
 

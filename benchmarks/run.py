@@ -4,7 +4,7 @@
 
 Exports each zoo model (needs torch) and quantizes it to int8 QDQ, then for each batch size times, in
 alternation (A B A B, so that drift hits all sides equally): fp32 on OptimEP and the CPU EP (ORT's
-default, all graph optimizations); int8 on OptimEP, the CPU EP and the CPU EP with optimizations
+default, all graph optimizations), then PyTorch eager (the zoo's module) in a phase of its own; int8 on OptimEP, the CPU EP and the CPU EP with optimizations
 disabled (ORT's exact reference). Reports medians, p90, the ratio CPU-EP median / OptimEP median
 (> 1: OptimEP is faster) and int8 accuracy against fp32, and rewrites the tables between the markers
 in benchmarks/BENCHMARKS.md.
@@ -22,11 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import onnxruntime as ort
+# PyTorch's OpenMP threads would otherwise spin after each eager run and steal the cores from the
+# next runtime's run (set before torch is imported).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from optim.ep_plugin import cpu_session, placement, session
-from optim.models import ZOO, example_inputs
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
+from optim.models import ZOO, example_inputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FP32_MARKERS = ("<!-- fp32-zoo:begin -->", "<!-- fp32-zoo:end -->")
@@ -60,6 +64,25 @@ def quantize_int8(fp32: Path, name: str, out: Path) -> Path:
     quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
     return out
+
+
+class TorchEager:
+    """The zoo's PyTorch module in eager mode, with an InferenceSession-like run() for time_pair."""
+
+    def __init__(self, name: str, threads: int):
+        import torch
+
+        from optim.models import get
+
+        torch.set_num_threads(threads)
+        self._torch = torch
+        self._entry = get(name)
+        self._module = self._entry.factory()
+
+    def run(self, _outputs, feeds):
+        with self._torch.inference_mode():
+            args = [self._torch.from_numpy(feeds[n]) for n, _, _ in self._entry.inputs]
+            return [self._module(*args)]
 
 
 def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
@@ -117,13 +140,19 @@ def main(argv=None) -> int:
                 "int8_cpu": cpu_session(str(int8), **kw),
                 "int8_cpu_noopt": cpu_session(str(int8), optimization="disable", **kw),
             }
+            torch_eager = TorchEager(name, args.threads)
             p32, p8 = placement(sessions["fp32_optim"]), placement(sessions["int8_optim"])
             for batch in batches:
                 feeds = batch_inputs(name, batch)
                 t = time_pair(sessions, feeds, args.runs, args.warmup)
+                # PyTorch in its own phase: its thread pool lingers after each run and would slow
+                # whichever ONNX Runtime session ran next.
+                t.update(time_pair({"fp32_torch": torch_eager}, feeds, args.runs, args.warmup))
                 st = {k: summarize(v) for k, v in t.items()}
                 fp32_rows.append({"model": name, "batch": batch, "optim": st["fp32_optim"], "cpu": st["fp32_cpu"],
+                                  "torch": st["fp32_torch"],
                                   "ratio": st["fp32_cpu"]["median_ms"] / st["fp32_optim"]["median_ms"],
+                                  "ratio_torch": st["fp32_torch"]["median_ms"] / st["fp32_optim"]["median_ms"],
                                   "placement": f"{p32.optim_nodes}/{p32.total_nodes}"})
                 ref = sessions["fp32_cpu"].run(None, feeds)[0]
                 int8_rows.append({
@@ -167,11 +196,13 @@ def _replace_between(text: str, markers: tuple[str, str], lines: list[str]) -> s
 
 def write_markdown(fp32_rows, int8_rows, machine, command) -> None:
     fp32 = _header(machine, command) + [
-        "| model | batch | on OptimEP | OptimEP median (ms) | CPU EP median (ms) | ratio CPU/OptimEP | OptimEP p90 | CPU EP p90 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        "| model | batch | on OptimEP | OptimEP median (ms) | CPU EP median (ms) | PyTorch eager median (ms) | "
+        "ratio CPU/OptimEP | ratio PyTorch/OptimEP | OptimEP p90 | CPU EP p90 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in fp32_rows:
         fp32.append(f"| {r['model']} | {r['batch']} | {r['placement']} | {r['optim']['median_ms']:.3f} | "
-                    f"{r['cpu']['median_ms']:.3f} | {r['ratio']:.2f} | {r['optim']['p90_ms']:.3f} | {r['cpu']['p90_ms']:.3f} |")
+                    f"{r['cpu']['median_ms']:.3f} | {r['torch']['median_ms']:.3f} | {r['ratio']:.2f} | "
+                    f"{r['ratio_torch']:.2f} | {r['optim']['p90_ms']:.3f} | {r['cpu']['p90_ms']:.3f} |")
     int8 = _header(machine, command) + [
         "| model | batch | on OptimEP | integer units | OptimEP median (ms) | CPU EP (ms) | CPU EP no-opt (ms) | "
         "ratio CPU/OptimEP | ratio no-opt/OptimEP | rel. L2 vs fp32: OptimEP / CPU EP / no-opt |",
