@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from optim.models import ZOO, example_inputs as zoo_example_inputs
+from optim.models import EXTRA, ZOO, example_inputs as zoo_example_inputs, get as zoo_get
 
 from . import detect
 from .errors import ExportError, first_line
@@ -72,13 +72,14 @@ def load_model(spec: str, weights: str | os.PathLike | None = None, trust_pickle
             raise ExportError(
                 f"--weights applies to module:factory specs; {spec} is a {loaded.kind} file that carries its own weights"
             )
-    elif spec in ZOO:
+    elif spec in ZOO or spec in EXTRA:
         loaded = _load_zoo(spec)
     elif _FACTORY_SPEC.match(spec):
         loaded = _load_factory(spec)
     else:
         raise ExportError(
-            f"{spec} does not exist, and it is neither a zoo model ({', '.join(ZOO)}) nor a package.module:factory spec"
+            f"{spec} does not exist, and it is neither a zoo model ({', '.join([*ZOO, *EXTRA])}) nor a "
+            f"package.module:factory spec"
         )
     if weights is not None:
         _load_weights(loaded, os.fspath(weights))
@@ -168,7 +169,7 @@ def _program_inputs(program) -> tuple[list[InputSpec], dict[str, np.ndarray] | N
 
 
 def _load_zoo(name: str) -> LoadedModel:
-    entry = ZOO[name]
+    entry = zoo_get(name)
     inputs = [InputSpec(n, tuple(shape), dtype, dict(entry.dynamic.get(n, {}))) for n, shape, dtype in entry.inputs]
     return LoadedModel(entry.factory(), ZOO_KIND, name, inputs=inputs, example=zoo_example_inputs(entry),
                        int_ranges=dict(entry.int_ranges))

@@ -149,6 +149,14 @@ class SoftmaxImpl : public Op {
         const int64_t base = (l / inner) * len * inner + (l % inner);
         float mx = -INFINITY;
         for (int64_t i = 0; i < len; ++i) mx = std::max(mx, x[base + i * inner]);
+        if (inner == 1) {  // contiguous line: the vector kernels do the subtract, exp and scale
+          rc.kernels.binary_vs(kernels::BinaryOp::kSub, x + base, mx, y + base, len);
+          rc.kernels.unary(kernels::UnaryOp::kExp, y + base, y + base, len);
+          float sum = 0.f;
+          for (int64_t i = 0; i < len; ++i) sum += y[base + i];
+          rc.kernels.binary_vs(kernels::BinaryOp::kMul, y + base, 1.f / sum, y + base, len);
+          continue;
+        }
         float sum = 0.f;
         for (int64_t i = 0; i < len; ++i) {
           const float e = std::exp(x[base + i * inner] - mx);
