@@ -1,6 +1,6 @@
 """The project's benchmark suite: the zoo on OptimEP vs ONNX Runtime's CPU EP, side by side.
 
-    .venv/bin/python benchmarks/run.py [--runs 50] [--threads 2] [--batch 1,16] [--json out.json]
+    .venv/bin/python benchmarks/run.py [--runs 50] [--threads 2] [--batch 1,16] [--no-minilm] [--json out.json]
 
 Exports each zoo model (needs torch) and quantizes it to int8 QDQ, then for each batch size times, in
 alternation (A B A B, so that drift hits all sides equally): fp32 on OptimEP and the CPU EP (ORT's
@@ -49,6 +49,14 @@ def cpu_model() -> str:
     return f"{name} ({', '.join(isa)})"
 
 
+def calibration_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
+    if name == "minilm":
+        from optim.models import minilm
+
+        return minilm.examples(seed=seed, batch=1, length=MINILM_SEQUENCE)
+    return example_inputs(name, seed=seed)
+
+
 def quantize_int8(fp32: Path, name: str, out: Path) -> Path:
     """Static int8 QDQ with onnxruntime.quantization (per-channel int8 weights, uint8 activations),
     calibrated on zoo example inputs; `optim quantize` (issue 5) will replace this."""
@@ -56,13 +64,20 @@ def quantize_int8(fp32: Path, name: str, out: Path) -> Path:
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.feeds = iter([example_inputs(name, seed=s) for s in CALIBRATION_SEEDS])
+            self.feeds = iter([calibration_inputs(name, s) for s in CALIBRATION_SEEDS])
 
         def get_next(self):
             return next(self.feeds, None)
 
+    extra = {}
+    if name == "minilm":  # only the weight MatMuls: quantizing attention and LayerNorm inputs ruins it
+        import onnx
+
+        m = onnx.load(str(fp32), load_external_data=False)
+        consts = {i.name for i in m.graph.initializer}
+        extra["nodes_to_quantize"] = [n.name for n in m.graph.node if n.op_type in ("MatMul", "Gemm") and n.input[1] in consts]
     quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
+                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, **extra)
     return out
 
 
@@ -89,7 +104,16 @@ def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
     return float(np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref.astype(np.float64)), 1e-30))
 
 
+# Batch sizes per model (issue 6's set); MiniLM runs at sequence length MINILM_SEQUENCE.
+DEFAULT_BATCHES = {"mlp": [1, 32], "cnn": [1, 16], "transformer": [1, 16], "minilm": [1, 8]}
+MINILM_SEQUENCE = 128
+
+
 def batch_inputs(name: str, batch: int) -> dict[str, np.ndarray]:
+    if name == "minilm":
+        from optim.models import minilm
+
+        return minilm.examples(seed=batch, batch=batch, length=MINILM_SEQUENCE)
     parts = [example_inputs(name, seed=i) for i in range(batch)]
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
@@ -118,11 +142,13 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch", default="1,16", help="comma-separated batch sizes")
+    ap.add_argument("--batch", help="comma-separated batch sizes for every model (default: per model, see DEFAULT_BATCHES)")
+    ap.add_argument("--no-minilm", action="store_true", help="leave out MiniLM (the slowest to export and quantize)")
     ap.add_argument("--json", help="also write all results to this file")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args(argv)
-    batches = [int(b) for b in args.batch.split(",")]
+    forced = [int(b) for b in args.batch.split(",")] if args.batch else None
+    names = list(ZOO) + ([] if args.no_minilm else ["minilm"])
 
     from optim.exporter import export  # torch only here: running models never needs it
 
@@ -130,7 +156,7 @@ def main(argv=None) -> int:
     # Pool threads that spin after a run would steal the cores from the next session's run.
     kw = {"threads": args.threads, "config": {"session.intra_op.allow_spinning": "0"}}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ZOO:
+        for name in names:
             path = export(name, Path(tmp) / f"{name}.onnx").path
             int8 = quantize_int8(Path(path), name, Path(tmp) / f"{name}.int8.onnx")
             sessions = {
@@ -142,7 +168,7 @@ def main(argv=None) -> int:
             }
             torch_eager = TorchEager(name, args.threads)
             p32, p8 = placement(sessions["fp32_optim"]), placement(sessions["int8_optim"])
-            for batch in batches:
+            for batch in forced or DEFAULT_BATCHES[name]:
                 feeds = batch_inputs(name, batch)
                 t = time_pair(sessions, feeds, args.runs, args.warmup)
                 # PyTorch in its own phase: its thread pool lingers after each run and would slow

@@ -74,12 +74,16 @@ class QGemmImpl : public Op {
     int16_t* a = static_cast<int16_t*>(rc.scratch());
     const int64_t lda = 2 * kp_;
     // x minus its zero point, widened to int16, K padded to even with 0 (which is real 0).
-    parallel_chunks(rc, m * k_, [&](int64_t b, int64_t e) {
-      for (int64_t idx = b; idx < e; ++idx) {
-        const int64_t i = idx / k_, kk = idx % k_;
-        const int32_t v = x_dtype_ == DType::kUint8 ? in[0].as<uint8_t>()[idx] : in[0].as<int8_t>()[idx];
-        a[i * lda + kk] = static_cast<int16_t>(v - x_zero_);
-        if (kk == k_ - 1 && (k_ & 1)) a[i * lda + k_] = 0;
+    const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(k_, 1));
+    const int64_t tasks = std::min<int64_t>(64, (m + rows_per_task - 1) / rows_per_task);
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      const int64_t per = (m + tasks - 1) / tasks;
+      const int64_t r0 = static_cast<int64_t>(t) * per, r1 = std::min(m, r0 + per);
+      for (int64_t i = r0; i < r1; ++i) {
+        int16_t* row = a + i * lda;
+        if (x_dtype_ == DType::kUint8) widen_row(in[0].as<uint8_t>() + i * k_, row);
+        else widen_row(in[0].as<int8_t>() + i * k_, row);
+        if (k_ & 1) row[k_] = 0;
       }
     });
     run_igemm(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
@@ -87,6 +91,11 @@ class QGemmImpl : public Op {
 
  private:
   int64_t rows(const Shape& x) const { return k_ ? shape_numel(x) / k_ : 0; }
+  template <typename T>
+  void widen_row(const T* __restrict x, int16_t* __restrict row) const {
+    const int16_t zero = static_cast<int16_t>(x_zero_);
+    for (int64_t kk = 0; kk < k_; ++kk) row[kk] = static_cast<int16_t>(static_cast<int16_t>(x[kk]) - zero);
+  }
 
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
