@@ -194,6 +194,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       ReadGraph rg = read_graph(graphs[i], SIZE_MAX);
       const std::vector<std::string> outputs = value_names(fused_nodes[i], false);
       std::vector<std::string> unfused;
+      keep_quantized_through_data_movement(rg.graph, outputs);
       fuse_qdq_units(rg.graph, outputs, &unfused);
       fold_constant_dequantize(rg.graph, outputs);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),

@@ -50,6 +50,12 @@ class Matcher {
     kill(n);
   }
   const std::set<size_t>& dead() const { return dead_; }
+  // Points input `idx` of `n` at `value` instead, keeping the reader counts right.
+  void rewire_input(Node& n, size_t idx, const std::string& value) {
+    --readers_[n.inputs[idx]];
+    n.inputs[idx] = value;
+    ++readers_[value];
+  }
 
  private:
   Graph& g_;
@@ -335,6 +341,55 @@ size_t fold_constant_dequantize(Graph& g, const std::vector<std::string>& output
   }
   g.nodes = std::move(kept);
   return folded;
+}
+
+namespace {
+
+bool same_scalar_constant(const Graph& g, const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const Tensor* x = g.constant(a);
+  const Tensor* y = g.constant(b);
+  return x && y && x->dtype == y->dtype && x->numel() == 1 && y->numel() == 1 && x->bytes == y->bytes;
+}
+
+// Ops whose result on quantized values equals requantizing their float result when the input and
+// output quantization are the same: data movement, and max (monotonic).
+bool passes_quantized(const Node& n) {
+  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) != 0;
+}
+
+}  // namespace
+
+size_t keep_quantized_through_data_movement(Graph& g, const std::vector<std::string>& outputs) {
+  Matcher m(g, outputs);
+  size_t rewired = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (m.dead().count(i)) continue;
+    Node& op = g.nodes[i];
+    if (!passes_quantized(op) || op.inputs.empty() || op.outputs.size() != 1) continue;
+    if (op.op == "MaxPool" && op.since_version < 12) continue;  // quantized MaxPool came with opset 12
+    const Node* dq = m.produced_by(op.inputs[0], "DequantizeLinear");
+    const Node* q = m.sole_reader(op.outputs[0]);
+    if (!dq || !q || q->op != "QuantizeLinear" || !activation_dq_ok(g, *dq)) continue;
+    const DType qt = dtype_of(g, dq->inputs[0]);
+    if (dtype_of(g, q->outputs[0]) != qt || !same_scalar_constant(g, dq->inputs[1], q->inputs[1])) continue;
+    const std::string dz = dq->has_input(2) ? dq->inputs[2] : "", qz = q->has_input(2) ? q->inputs[2] : "";
+    if (!(dz.empty() && qz.empty()) && (dz.empty() || qz.empty() || !same_scalar_constant(g, dz, qz))) continue;
+    // Run the op on the quantized input, producing the QuantizeLinear's output directly.
+    const std::string out = q->outputs[0];
+    m.kill(q);
+    m.rewire_input(op, 0, dq->inputs[0]);
+    op.outputs[0] = out;
+    m.kill_if_unread(dq);
+    ++rewired;
+  }
+  if (!rewired) return 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  return rewired;
 }
 
 }  // namespace optim

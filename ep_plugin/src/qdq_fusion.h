@@ -19,4 +19,9 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
 // result, computed once here instead of on every run. Returns the number folded.
 size_t fold_constant_dequantize(Graph& g, const std::vector<std::string>& outputs);
 
+// DequantizeLinear -> MaxPool / Reshape / Flatten / Squeeze / Unsqueeze / Identity -> QuantizeLinear with
+// the same scale and zero point on both sides becomes the op alone on the quantized tensor: equal
+// results (these ops move or pick values), without the two conversions. Returns the number rewired.
+size_t keep_quantized_through_data_movement(Graph& g, const std::vector<std::string>& outputs);
+
 }  // namespace optim

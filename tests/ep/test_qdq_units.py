@@ -206,3 +206,43 @@ def test_qdq_conv_unit_is_integer_and_exact(cid, isa):
     np.testing.assert_array_equal(got, _conv_replica(x, p), err_msg=cid)
     ref = run_cpu(model, {"x": x})[0]
     assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= INT8_STEP_TOLERANCE
+
+
+# --- quantized tensors through data movement and MaxPool -----------------------------------------------
+
+def _dq_op_q(op_nodes, out_scale, x_type="u8"):
+    x_np = np.uint8 if x_type == "u8" else np.int8
+    inits = {"s": np.float32(0.05), "z": np.array(7, x_np), "s_out": np.float32(out_scale), "shape": np.array([2, -1], np.int64)}
+    nodes = [N("DequantizeLinear", ["x", "s", "z"], ["xf"]), *op_nodes, N("QuantizeLinear", ["of", "s_out", "z"], ["y"])]
+    elem = TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8
+    graph = helper.make_graph(nodes, "dq_op_q", [helper.make_tensor_value_info("x", elem, [2, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", elem, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    info = np.iinfo(x_np)
+    return model, np.random.default_rng(0).integers(info.min, info.max + 1, (2, 3, 8, 8)).astype(x_np)
+
+
+PASSTHROUGH = {
+    "maxpool": [N("MaxPool", ["xf"], ["of"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], name="op")],
+    "reshape": [N("Reshape", ["xf", "shape"], ["of"], name="op")],
+    "flatten": [N("Flatten", ["xf"], ["of"], axis=2, name="op")],
+}
+
+
+@pytest.mark.parametrize("x_type", ["u8", "s8"])
+@pytest.mark.parametrize("kind", sorted(PASSTHROUGH))
+def test_same_quantization_on_both_sides_runs_the_op_on_the_quantized_tensor(kind, x_type):
+    model, x = _dq_op_q(PASSTHROUGH[kind], out_scale=0.05, x_type=x_type)
+    sess = session(model, fallback=False)
+    steps = [s for ss in placement(sess).compiled.values() for s in ss]
+    assert steps == [f"{PASSTHROUGH[kind][0].op_type} 'op'"], steps
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], run_cpu(model, {"x": x})[0])
+
+
+def test_different_output_quantization_keeps_the_conversions():
+    model, x = _dq_op_q(PASSTHROUGH["maxpool"], out_scale=0.1)
+    sess = session(model, fallback=False)
+    steps = [s.split(" ")[0] for ss in placement(sess).compiled.values() for s in ss]
+    assert steps == ["DequantizeLinear", "MaxPool", "QuantizeLinear"], steps
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], run_cpu(model, {"x": x})[0])

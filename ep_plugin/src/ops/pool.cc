@@ -11,15 +11,15 @@ enum class PoolKind { kMax, kAverage };
 
 // One kernel tap across a run of output columns: y[i] = max(y[i], x[i*stride]) (or +=). A stride
 // known at compile time (SW > 0) lets the compiler vectorize the strided reads.
-template <int SW>
-void accumulate_taps(bool is_max, const float* __restrict x, int64_t stride, float* __restrict y,
+template <int SW, typename T>
+void accumulate_taps(bool is_max, const T* __restrict x, int64_t stride, T* __restrict y,
                      uint8_t* __restrict nan, int64_t n) {
   const int64_t s = SW > 0 ? SW : stride;
   if (is_max) {
     for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i * s];
+      const T v = x[i * s];
       y[i] = std::max(y[i], v);
-      nan[i] |= v != v;
+      nan[i] |= v != v;  // always false for integer types
     }
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] += x[i * s];
@@ -44,6 +44,16 @@ class PoolImpl : public Op {
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    switch (in[0].dtype) {  // MaxPool also runs on quantized tensors (the check allows nothing else)
+      case DType::kUint8: return run_typed<uint8_t>(rc, in, out);
+      case DType::kInt8: return run_typed<int8_t>(rc, in, out);
+      default: return run_typed<float>(rc, in, out);
+    }
+  }
+
+ private:
+  template <typename T>
+  void run_typed(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const {
     const Shape& xs = *in[0].shape;
     const WindowGeometry geo = resolve_window(win_, std::vector<int64_t>(xs.begin() + 2, xs.end()));
     const bool two_d = geo.in.size() == 2;
@@ -58,9 +68,10 @@ class PoolImpl : public Op {
     const int64_t pe_h = two_d ? padded_end(geo, 0, r) : 0;
     const int64_t pe_w = padded_end(geo, r - 1, r);
     const int64_t planes = xs[0] * xs[1];
-    const float* x = in[0].as<float>();
-    float* y = out[0].as<float>();
+    const T* x = in[0].as<T>();
+    T* y = out[0].as<T>();
     const bool is_max = kind_ == PoolKind::kMax;
+    const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
     // Per kernel column kx: the output columns whose tap kx lands inside the input row (integer
     // divisions are slow: do them once here, not per output element).
     std::vector<int64_t> ox_begin(static_cast<size_t>(kw)), ox_end(static_cast<size_t>(kw));
@@ -80,19 +91,19 @@ class PoolImpl : public Op {
       const int64_t pl0 = static_cast<int64_t>(t) * per, pl1 = std::min(planes, pl0 + per);
       std::vector<uint8_t> nan_row(static_cast<size_t>(ow));
       for (int64_t pl = pl0; pl < pl1; ++pl) {
-        const float* xp = x + pl * ih * iw;
-        float* yp = y + pl * oh * ow;
+        const T* xp = x + pl * ih * iw;
+        T* yp = y + pl * oh * ow;
         for (int64_t oy = 0; oy < oh; ++oy) {
-          float* yr = yp + oy * ow;
+          T* yr = yp + oy * ow;
           const int64_t y0 = oy * sh - ph;
           const TapRange ry = taps(y0, dh, kh, 0, ih);
-          std::fill(yr, yr + ow, is_max ? -std::numeric_limits<float>::infinity() : 0.f);
+          std::fill(yr, yr + ow, is_max ? lowest : T{});
           std::fill(nan_row.begin(), nan_row.end(), 0);
           // Tap by tap, across the output row: the output columns are independent, so the loop
           // vectorizes and never waits on one running max. NaN is tracked apart so that max
           // propagates it (as ONNX does) without a data-dependent branch.
           for (int64_t ky = ry.begin; ky < ry.end; ++ky) {
-            const float* xr = xp + (y0 + ky * dh) * iw;
+            const T* xr = xp + (y0 + ky * dh) * iw;
             for (int64_t kx = 0; kx < kw; ++kx) {
               const int64_t ox0 = ox_begin[kx], ox1 = ox_end[kx];
               const int64_t first = ox0 * sw + kx * dw - pw;  // input column under output column ox0
@@ -103,19 +114,20 @@ class PoolImpl : public Op {
             }
           }
           if (is_max) {
-            for (int64_t ox = 0; ox < ow; ++ox)
-              if (nan_row[static_cast<size_t>(ox)]) yr[ox] = std::numeric_limits<float>::quiet_NaN();
+            if constexpr (std::numeric_limits<T>::has_quiet_NaN) {
+              for (int64_t ox = 0; ox < ow; ++ox)
+                if (nan_row[static_cast<size_t>(ox)]) yr[ox] = std::numeric_limits<T>::quiet_NaN();
+            }
             continue;
           }
           const int64_t rows_in = count_include_pad_ ? taps(y0, dh, kh, -ph, ih + pe_h).size() : ry.size();
           for (int64_t ox = 0; ox < ow; ++ox)
-            yr[ox] /= std::max(static_cast<float>(rows_in) * cols_in[ox], 1.f);
+            yr[ox] = static_cast<T>(yr[ox] / std::max(static_cast<float>(rows_in) * cols_in[ox], 1.f));
         }
       }
     });
   }
 
- private:
   struct TapRange {
     int64_t begin, end;
     int64_t size() const { return end > begin ? end - begin : 0; }
@@ -183,6 +195,9 @@ std::string check_pool(const Node& n, const Graph& g) {
   if (k.size() != 1 && k.size() != 2) return "pooling over " + std::to_string(k.size()) + " spatial dims is not supported (1-D and 2-D are)";
   std::string r = check_auto_pad(n);
   if (!r.empty()) return r;
+  const ValueInfo* x = g.value(n.inputs[0]);
+  const bool quantized = x && (x->dtype == DType::kUint8 || x->dtype == DType::kInt8);
+  if (quantized && n.op == "MaxPool" && n.since_version >= 12) return "";  // MaxPool 12 added uint8/int8
   return require_float(g, n, 0);
 }
 

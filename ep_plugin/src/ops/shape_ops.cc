@@ -129,16 +129,24 @@ std::string require_int64(const Graph& g, const Node& n, size_t index, const cha
   return n.op + " " + what + " '" + n.inputs[index] + "' is " + dtype_name(v->dtype) + ", not int64";
 }
 
+// Data movement is type-blind, but int64 tensors are refused: they are shape values, and a shape value
+// computed inside a partition would decide another op's output shape mid-run.
+std::string check_moved_data(const Node& n, const Graph& g) {
+  const ValueInfo* v = g.value(n.inputs[0]);
+  if (v && (v->dtype == DType::kUint8 || v->dtype == DType::kInt8)) return "";
+  return require_float(g, n, 0);
+}
+
 std::string check_data_input(const Node& n, const Graph& g) { return require_float(g, n, 0); }
 
 std::string check_reshape(const Node& n, const Graph& g) {
   const std::string why = require_int64(g, n, 1, "shape");
-  return why.empty() ? require_float(g, n, 0) : why;
+  return why.empty() ? check_moved_data(n, g) : why;
 }
 
 std::string check_squeeze(const Node& n, const Graph& g) {
   const std::string why = n.since_version >= 13 ? require_int64(g, n, 1, "axes") : "";
-  return why.empty() ? require_float(g, n, 0) : why;
+  return why.empty() ? check_moved_data(n, g) : why;
 }
 
 // Axes from the attribute (before opset 13) or from the run-time values of input 1.
@@ -224,8 +232,8 @@ std::vector<OpDef> shape_op_defs() {
   return {
       // Versions after 13 only add element types; the float32 semantics are unchanged.
       {"Reshape", 5, 25, check_reshape, create_reshape},
-      {"Flatten", 1, 25, check_data_input, create_flatten},
-      {"Identity", 1, 25, check_data_input, create_identity},
+      {"Flatten", 1, 25, check_moved_data, create_flatten},
+      {"Identity", 1, 25, check_moved_data, create_identity},
       {"Squeeze", 1, 25, check_squeeze, create_squeeze},
       {"Unsqueeze", 1, 25, check_squeeze, create_unsqueeze},
       {"Transpose", 1, 25, check_data_input, create_transpose},
