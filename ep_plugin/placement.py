@@ -28,8 +28,8 @@ class Placement:
 
     @property
     def integer_units(self) -> int:
-        """QDQ units (MatMul/Gemm/Conv) OptimEP runs as integer kernels."""
-        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith(("QGemm ", "QConv ")))
+        """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels."""
+        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith(("QGemm ", "QConv ", "QAdd ")))
 
     @property
     def total_nodes(self) -> int:
@@ -65,7 +65,7 @@ class Placement:
         lines = [f"placement: {self.optim_nodes}/{self.total_nodes} nodes on {EP_NAME} ({pct:.1f}%), "
                  f"{self.total_nodes - self.optim_nodes} on CPU fallback"]
         if self.integer_units:
-            lines.append(f"  {self.integer_units} QDQ unit(s) run as integer GEMM/convolution")
+            lines.append(f"  {self.integer_units} QDQ unit(s) run as integer kernels (GEMM, convolution, Add)")
         for n in self.fallback:
             label = f"{n.op} '{n.node}'" if n.node else n.op
             lines.append(f"  {label} -> {n.ep}: {n.reason or 'no reason recorded'}")

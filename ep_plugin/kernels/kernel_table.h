@@ -82,6 +82,16 @@ void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_
 using QuantizeFn = void (*)(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n);
 using DequantizeFn = void (*)(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n);
 
+// --- Add of two quantized tensors, requantized (a QDQ Add unit) --------------------------------------
+// y = saturate(round_half_even(((a - za) * sa + (b - zb) * sb) / sy) + zy, qmin, qmax): the float
+// operations of DequantizeLinear, Add and QuantizeLinear in their order, so results equal ONNX's.
+struct QAddParams {
+  bool a_u8 = true, b_u8 = true, y_u8 = true;
+  float sa = 1.f, sb = 1.f, sy = 1.f;
+  int32_t za = 0, zb = 0, zy = 0, qmin = 0, qmax = 255;  // qmin is raised to zy by a fused Relu
+};
+using QAddFn = void (*)(const void* a, const void* b, const QAddParams& p, void* y, int64_t n);
+
 // --- element-wise float32 -----------------------------------------------------------------------
 enum class BinaryOp { kAdd = 0, kSub, kMul, kDiv };
 enum class UnaryOp { kRelu = 0, kSigmoid, kTanh, kErf, kSqrt, kExp, kNeg, kAbs, kGelu, kGeluTanh };
@@ -104,6 +114,7 @@ struct KernelTable {
   IgemmPackedFn igemm_packed;
   QuantizeFn quantize;
   DequantizeFn dequantize;
+  QAddFn qadd;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
 };
@@ -123,6 +134,8 @@ void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
 void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_avx2(const void*, bool, int32_t, float, float*, int64_t);
+void qadd_scalar(const void*, const void*, const QAddParams&, void*, int64_t);
+void qadd_avx2(const void*, const void*, const QAddParams&, void*, int64_t);
 void binary_vv_scalar(BinaryOp, const float*, const float*, float*, int64_t);
 void binary_vs_scalar(BinaryOp, const float*, float, float*, int64_t);
 void binary_sv_scalar(BinaryOp, float, const float*, float*, int64_t);

@@ -37,4 +37,29 @@ void dequantize_avx2(const void* q, bool from_u8, int32_t zero_point, float scal
   if (i < n) dequantize_scalar(src + i, from_u8, zero_point, scale, x + i, n - i);
 }
 
+namespace {
+inline __m256 load8_dequantized(const void* t, bool u8, int64_t i, int32_t zero, float scale) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(t) + i));
+  const __m256i v = u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(zero))), _mm256_set1_ps(scale));
+}
+}  // namespace
+
+void qadd_avx2(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+  const __m256 sy = _mm256_set1_ps(p.sy), zy = _mm256_set1_ps(static_cast<float>(p.zy));
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(p.qmin)), hi = _mm256_set1_ps(static_cast<float>(p.qmax));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 sum = _mm256_add_ps(load8_dequantized(a, p.a_u8, i, p.za, p.sa), load8_dequantized(b, p.b_u8, i, p.zb, p.sb));
+    __m256 v = _mm256_round_ps(_mm256_div_ps(sum, sy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
+    const __m256i w = _mm256_cvtps_epi32(v);
+    const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    const __m128i w8 = p.y_u8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(y) + i), w8);
+  }
+  if (i < n) qadd_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
+                         static_cast<uint8_t*>(y) + i, n - i);
+}
+
 }  // namespace optim::kernels

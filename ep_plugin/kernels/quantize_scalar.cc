@@ -1,4 +1,4 @@
-// Scalar reference QuantizeLinear / DequantizeLinear (per tensor); see kernel_table.h.
+// Scalar reference QuantizeLinear / DequantizeLinear (per tensor) and quantized Add; see kernel_table.h.
 #include <cmath>
 #include <cstdint>
 
@@ -21,6 +21,22 @@ void dequantize_scalar(const void* q, bool from_u8, int32_t zero_point, float sc
   for (int64_t i = 0; i < n; ++i) {
     const int32_t v = from_u8 ? static_cast<const uint8_t*>(q)[i] : static_cast<const int8_t*>(q)[i];
     x[i] = static_cast<float>(v - zero_point) * scale;
+  }
+}
+
+void qadd_scalar(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+  auto load = [](const void* t, bool u8, int64_t i) -> int32_t {
+    return u8 ? static_cast<const uint8_t*>(t)[i] : static_cast<const int8_t*>(t)[i];
+  };
+  const float lo = static_cast<float>(p.qmin), hi = static_cast<float>(p.qmax);
+  for (int64_t i = 0; i < n; ++i) {
+    const float fa = static_cast<float>(load(a, p.a_u8, i) - p.za) * p.sa;
+    const float fb = static_cast<float>(load(b, p.b_u8, i) - p.zb) * p.sb;
+    float v = std::nearbyint((fa + fb) / p.sy) + static_cast<float>(p.zy);
+    v = v >= lo ? v : lo;  // NaN fails the test: the minimum
+    v = v <= hi ? v : hi;
+    if (p.y_u8) static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(v);
+    else static_cast<int8_t*>(y)[i] = static_cast<int8_t>(v);
   }
 }
 

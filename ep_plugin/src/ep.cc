@@ -196,6 +196,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       std::vector<std::string> unfused;
       keep_quantized_through_data_movement(rg.graph, outputs);
       fuse_qdq_units(rg.graph, outputs, &unfused);
+      fuse_qdq_adds(rg.graph, outputs);
       fold_constant_dequantize(rg.graph, outputs);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));

@@ -392,4 +392,57 @@ size_t keep_quantized_through_data_movement(Graph& g, const std::vector<std::str
   return rewired;
 }
 
+size_t fuse_qdq_adds(Graph& g, const std::vector<std::string>& outputs) {
+  Matcher m(g, outputs);
+  std::vector<Node> added;
+  const size_t original = g.nodes.size();
+  for (size_t i = 0; i < original; ++i) {
+    if (m.dead().count(i)) continue;
+    const Node& add = g.nodes[i];
+    if (add.op != "Add" || !(add.domain.empty() || add.domain == "ai.onnx") || add.inputs.size() != 2) continue;
+    const Node* da = m.produced_by(add.inputs[0], "DequantizeLinear");
+    const Node* db = m.produced_by(add.inputs[1], "DequantizeLinear");
+    if (!da || !db || !activation_dq_ok(g, *da) || !activation_dq_ok(g, *db)) continue;
+    std::vector<const Node*> chain;
+    const Node* next = m.sole_reader(add.outputs[0]);
+    bool relu = false;
+    if (next && next->op == "Relu") {
+      relu = true;
+      chain.push_back(next);
+      next = m.sole_reader(next->outputs[0]);
+    }
+    if (!next || next->op != "QuantizeLinear" || !is_float_scalar(g, next->inputs[1]) || !is_int8_scalar_or_absent(g, *next, 2))
+      continue;
+    const DType out_type = dtype_of(g, next->outputs[0]);
+    if (out_type != DType::kUint8 && out_type != DType::kInt8) continue;
+    Node q;
+    q.name = add.name;
+    q.op = "QAdd";
+    q.domain = kInternalDomain;
+    q.since_version = 1;
+    q.inputs = {da->inputs[0], da->inputs[1], da->has_input(2) ? da->inputs[2] : "",
+                db->inputs[0], db->inputs[1], db->has_input(2) ? db->inputs[2] : "",
+                next->inputs[1], next->has_input(2) ? next->inputs[2] : ""};
+    q.outputs = {next->outputs[0]};
+    Attr rl;
+    rl.type = ORT_OP_ATTR_INT;
+    rl.i = relu ? 1 : 0;
+    q.attrs["relu"] = rl;
+    m.kill(&add);
+    for (const Node* c : chain) m.kill(c);
+    m.kill(next);
+    m.kill_if_unread(da);
+    if (db != da) m.kill_if_unread(db);
+    added.push_back(std::move(q));
+  }
+  if (added.empty()) return 0;
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
+  const size_t fused = added.size();
+  for (Node& n : added) kept.push_back(std::move(n));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
 }  // namespace optim

@@ -19,6 +19,10 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
 // result, computed once here instead of on every run. Returns the number folded.
 size_t fold_constant_dequantize(Graph& g, const std::vector<std::string>& outputs);
 
+// DequantizeLinear(a) + DequantizeLinear(b) [-> Relu] -> QuantizeLinear (residual adds) becomes one
+// internal QAdd node on the quantized tensors. Returns the number fused.
+size_t fuse_qdq_adds(Graph& g, const std::vector<std::string>& outputs);
+
 // DequantizeLinear -> MaxPool / Reshape / Flatten / Squeeze / Unsqueeze / Identity -> QuantizeLinear with
 // the same scale and zero point on both sides becomes the op alone on the quantized tensor: equal
 // results (these ops move or pick values), without the two conversions. Returns the number rewired.

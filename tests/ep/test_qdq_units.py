@@ -246,3 +246,47 @@ def test_different_output_quantization_keeps_the_conversions():
     steps = [s.split(" ")[0] for ss in placement(sess).compiled.values() for s in ss]
     assert steps == ["DequantizeLinear", "MaxPool", "QuantizeLinear"], steps
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], run_cpu(model, {"x": x})[0])
+
+
+# --- quantized Add (residual connections) ---------------------------------------------------------------
+
+def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed):
+    rng = np.random.default_rng(seed)
+    np_of = {"u8": np.uint8, "s8": np.int8}
+    onnx_of = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
+    inits = {"sa": np.float32(rng.uniform(0.01, 0.1)), "za": np.array(rng.integers(0, 50), np_of[a_type]),
+             "sb": np.float32(rng.uniform(0.01, 0.1)), "zb": np.array(rng.integers(0, 50), np_of[b_type]),
+             "sy": np.float32(rng.uniform(0.02, 0.2)), "zy": np.array(rng.integers(0, 60), np_of[y_type])}
+    nodes = [N("DequantizeLinear", ["a", "sa", "za"], ["af"]), N("DequantizeLinear", ["b", "sb", "zb"], ["bf"]),
+             N("Add", ["af", "bf"], ["s"], name="the_add")]
+    if relu:
+        nodes.append(N("Relu", ["s"], ["r"]))
+    nodes.append(N("QuantizeLinear", ["r" if relu else "s", "sy", "zy"], ["y"]))
+    graph = helper.make_graph(nodes, "qadd", [helper.make_tensor_value_info("a", onnx_of[a_type], a_shape),
+                                              helper.make_tensor_value_info("b", onnx_of[b_type], b_shape)],
+                              [helper.make_tensor_value_info("y", onnx_of[y_type], None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+
+    def draw(shape, t):
+        info = np.iinfo(np_of[t])
+        return rng.integers(info.min, info.max + 1, shape).astype(np_of[t])
+
+    return model, {"a": draw(a_shape, a_type), "b": draw(b_shape, b_type)}
+
+
+ADD_CASES = {
+    "same_shape_u8_relu": dict(a_shape=[2, 16, 9, 9], b_shape=[2, 16, 9, 9], a_type="u8", b_type="u8", y_type="u8", relu=True),
+    "same_shape_s8_mixed": dict(a_shape=[3, 37], b_shape=[3, 37], a_type="s8", b_type="u8", y_type="s8", relu=False),
+    "broadcast": dict(a_shape=[2, 3, 4], b_shape=[3, 1], a_type="u8", b_type="u8", y_type="u8", relu=False),
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(ADD_CASES))
+def test_qdq_add_runs_quantized_and_equals_onnx_exactly(cid, isa):
+    model, feeds = _qdq_add(**ADD_CASES[cid], seed=len(cid))
+    sess = session(model, fallback=False, isa=isa)
+    steps = [s for ss in placement(sess).compiled.values() for s in ss]
+    assert steps == ["QAdd 'the_add'"], steps
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])

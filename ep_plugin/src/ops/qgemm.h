@@ -34,6 +34,11 @@ struct QuantParams {
 // Throws Error when an input is not the constant the fusion promised.
 QuantParams read_quant_params(const Node& n, const Graph& g);
 
+// Input positions of an internal QAdd node; attribute relu as for QGemm.
+enum QAddInput : size_t {
+  kQAddA = 0, kQAddAScale, kQAddAZero, kQAddB, kQAddBScale, kQAddBZero, kQAddYScale, kQAddYZero, kQAddInputCount
+};
+
 // C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::IgemmPackedFn).
 void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
                const int16_t* b_packed, void* c, int64_t ldc, const kernels::IgemmEpilogue& ep);
