@@ -64,6 +64,13 @@ struct ConvChunks {
   }
 };
 
+// ceil(a / s) for a >= 0, s >= 1, without a division for s = 1 or 2.
+inline int64_t ceil_div(int64_t a, int64_t s) {
+  if (s == 1) return a;
+  if (s == 2) return (a + 1) >> 1;
+  return (a + s - 1) / s;
+}
+
 // Writes panels [p0, p1) of one group's im2col matrix (K x OH*OW, K ordered channel, ky, kx) for a
 // GEMM's packed B. Element (kk, column j of the panel) goes to row_at(kk) + j * STEP from the panel's
 // start; panel_elems is the panel's size; convert(x) is the stored value of input x, and padding
@@ -87,8 +94,8 @@ void im2col_panels(const In* x, const ConvGeometry& cg, const WindowGeometry& ge
     const int64_t cols = std::min(NR, n_out - j0);
     Run runs[NR];
     int64_t n_runs = 0;
-    for (int64_t j = 0; j < cols;) {
-      const int64_t oy = (j0 + j) / ow, ox = (j0 + j) % ow;
+    for (int64_t j = 0; j < cols;) {  // (a division per run, not per element)
+      const int64_t oy = (j0 + j) / ow, ox = (j0 + j) - oy * ow;
       const int64_t len = std::min(cols - j, ow - ox);
       runs[n_runs++] = {j, len, oy, ox};
       j += len;
@@ -110,9 +117,10 @@ void im2col_panels(const In* x, const ConvGeometry& cg, const WindowGeometry& ge
             }
             const In* xr = xc + iy * iw;
             const int64_t ix0 = run.ox * sw - pw + kx * dw;  // input column of the run's first pixel
-            // Valid t: 0 <= ix0 + t*sw < iw.
-            const int64_t t_lo = ix0 >= 0 ? 0 : std::min(run.len, (-ix0 + sw - 1) / sw);
-            const int64_t t_hi = ix0 >= iw ? 0 : std::clamp<int64_t>((iw - ix0 + sw - 1) / sw, t_lo, run.len);
+            // Valid t: 0 <= ix0 + t*sw < iw. (Division is slow and this runs per k row and run: the
+            // usual strides 1 and 2 avoid it.)
+            const int64_t t_lo = ix0 >= 0 ? 0 : std::min(run.len, ceil_div(-ix0, sw));
+            const int64_t t_hi = ix0 >= iw ? 0 : std::clamp<int64_t>(ceil_div(iw - ix0, sw), t_lo, run.len);
             for (int64_t t = 0; t < t_lo; ++t) o[t * step] = Out{};
             for (int64_t t = t_lo; t < t_hi; ++t) o[t * step] = convert(xr[ix0 + t * sw]);
             for (int64_t t = t_hi; t < run.len; ++t) o[t * step] = Out{};
