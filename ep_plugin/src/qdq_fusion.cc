@@ -1,6 +1,7 @@
 #include "qdq_fusion.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -65,9 +66,22 @@ class Matcher {
   std::set<size_t> dead_;
 };
 
+// Every rewrite here assumes scales are positive and finite: with a negative scale a Relu clamps the
+// other end of the integer range and MaxPool picks the minimum, and zero or NaN scales have no integer
+// form. Such models keep their float units, which compute exactly what ONNX defines.
+bool positive_finite(const Tensor& t) {
+  if (t.dtype != DType::kFloat32) return false;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.data<float>()[i];
+    if (!(v > 0.f) || !std::isfinite(v)) return false;
+  }
+  return true;
+}
+
+// A positive, finite float32 scalar constant (a per-tensor scale).
 bool is_float_scalar(const Graph& g, const std::string& name) {
   const Tensor* t = g.constant(name);
-  return t && t->dtype == DType::kFloat32 && t->numel() == 1;
+  return t && t->numel() == 1 && positive_finite(*t);
 }
 
 bool is_int8_scalar_or_absent(const Graph& g, const Node& q, size_t idx) {
@@ -94,7 +108,7 @@ bool weight_dq_ok(const Graph& g, const Node& dq, bool trans_b) {
   if (!w || w->shape.size() != 2 || (w->dtype != DType::kInt8 && w->dtype != DType::kUint8)) return false;
   if (dq.attr_i("block_size", 0) != 0) return false;
   const Tensor* s = g.constant(dq.inputs[1]);
-  if (!s || s->dtype != DType::kFloat32) return false;
+  if (!s || !positive_finite(*s)) return false;
   const int64_t n = trans_b ? w->shape[0] : w->shape[1];
   if (s->numel() != 1) {
     int64_t axis = dq.attr_i("axis", 1);
@@ -116,7 +130,7 @@ bool conv_weight_dq_ok(const Graph& g, const Node& dq) {
     return false;
   if (dq.attr_i("block_size", 0) != 0) return false;
   const Tensor* s = g.constant(dq.inputs[1]);
-  if (!s || s->dtype != DType::kFloat32) return false;
+  if (!s || !positive_finite(*s)) return false;
   if (s->numel() != 1) {
     int64_t axis = dq.attr_i("axis", 1);
     if (axis < 0) axis += static_cast<int64_t>(w->shape.size());
