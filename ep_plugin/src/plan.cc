@@ -2,12 +2,37 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+
+#include <unistd.h>
 
 namespace optim {
 namespace {
 
 constexpr size_t kAlign = 64;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Bytes of a tensor, refusing shapes whose size does not fit (fuzzed or corrupt models).
+size_t tensor_bytes(const Shape& shape, DType dtype) {
+  constexpr uint64_t kMax = uint64_t{1} << 62;
+  uint64_t n = dtype_size(dtype) ? dtype_size(dtype) : 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("shape " + shape_str(shape) + " has a negative dimension");
+    if (d != 0 && n > kMax / static_cast<uint64_t>(d)) throw Error("shape " + shape_str(shape) + " is too large to address");
+    n *= static_cast<uint64_t>(d);
+  }
+  return static_cast<size_t>(n);
+}
+
+// The most intermediate memory one run of a partition may take: half of the machine's memory.
+// Larger plans fail with an error instead of an allocation that could exhaust the host.
+size_t arena_limit() {
+  static const size_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) / 2 : size_t{8} << 30;
+  }();
+  return limit;
+}
 
 // First-fit placement of live buffers in one arena.
 class ArenaPlanner {
@@ -188,7 +213,13 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
       const size_t slot = static_cast<size_t>(s.out[o]);
       sp->shapes[slot] = outs[o];
       if (slots_[slot].kind == SlotKind::kTemp) {
-        sp->offsets[slot] = arena.allocate(static_cast<size_t>(shape_numel(outs[o])) * dtype_size(slots_[slot].dtype));
+        size_t bytes = 0;
+        try {
+          bytes = tensor_bytes(outs[o], slots_[slot].dtype);
+        } catch (const std::exception& e) {
+          throw Error(step_error(s, sp->shapes, e.what()), ORT_INVALID_ARGUMENT);
+        }
+        sp->offsets[slot] = arena.allocate(bytes);
         if (last_use_[slot] < 0) arena.release(sp->offsets[slot]);
       }
     }
@@ -198,6 +229,10 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
   }
   sp->scratch_offset = align_up(arena.peak());
   sp->arena_bytes = sp->scratch_offset + align_up(max_scratch);
+  if (sp->arena_bytes > arena_limit())
+    throw Error("the partition's intermediate tensors need " + std::to_string(sp->arena_bytes >> 20) + " MiB for these input shapes, "
+                "more than the limit of " + std::to_string(arena_limit() >> 20) + " MiB (half of this machine's memory)",
+                ORT_INVALID_ARGUMENT);
   return sp;
 }
 
@@ -259,7 +294,7 @@ void Plan::run(OrtKernelContext* ctx) const {
   }
   std::shared_ptr<const ShapePlan> sp = shape_plan(in_shapes, values);
 
-  std::unique_ptr<std::vector<uint8_t>> arena;
+  std::unique_ptr<Arena> arena;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!free_arenas_.empty()) {
@@ -267,9 +302,14 @@ void Plan::run(OrtKernelContext* ctx) const {
       free_arenas_.pop_back();
     }
   }
-  if (!arena) arena = std::make_unique<std::vector<uint8_t>>();
-  if (arena->size() < sp->arena_bytes + kAlign) arena->resize(sp->arena_bytes + kAlign);
-  uint8_t* base = arena->data();
+  if (!arena) arena = std::make_unique<Arena>();
+  if (arena->size < sp->arena_bytes + kAlign) {
+    // Left uninitialized: every byte is written by the step that produces it before it is read.
+    arena->data.reset(new (std::nothrow) uint8_t[sp->arena_bytes + kAlign]);
+    arena->size = arena->data ? sp->arena_bytes + kAlign : 0;
+    if (!arena->data) throw Error("cannot allocate " + std::to_string(sp->arena_bytes >> 20) + " MiB for intermediate tensors");
+  }
+  uint8_t* base = arena->data.get();
   base += (kAlign - reinterpret_cast<uintptr_t>(base) % kAlign) % kAlign;
 
   std::vector<void*> data(slots_.size(), nullptr);
@@ -290,7 +330,7 @@ void Plan::run(OrtKernelContext* ctx) const {
 
   struct ReturnArena {  // hands the arena back to the pool on every exit path
     const Plan* plan;
-    std::unique_ptr<std::vector<uint8_t>>* arena;
+    std::unique_ptr<Arena>* arena;
     ~ReturnArena() {
       std::lock_guard<std::mutex> lock(plan->mu_);
       plan->free_arenas_.push_back(std::move(*arena));

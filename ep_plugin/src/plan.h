@@ -75,7 +75,11 @@ class Plan {
 
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ShapePlan>> cache_;
-  mutable std::vector<std::unique_ptr<std::vector<uint8_t>>> free_arenas_;
+  struct Arena {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  mutable std::vector<std::unique_ptr<Arena>> free_arenas_;
 };
 
 }  // namespace optim
