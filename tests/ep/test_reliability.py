@@ -183,3 +183,13 @@ def test_a_long_running_session_keeps_memory_flat():
     growth = _rss_mb() - before
     print(f"resident memory: {before:.1f} MB, then {growth:+.1f} MB after 3000 runs")
     assert growth < 10, f"resident memory grew {growth:.1f} MB over 3000 runs"
+
+
+def test_a_huge_intermediate_tensor_is_an_error_not_an_allocation():
+    """Fuzzing found a model whose intermediate needed 34 GB: now a clear error, nothing allocated."""
+    model = make_model([N("Conv", ["x", "w"], ["c"], pads=[40000, 40000, 40000, 40000], name="wide_conv"),
+                        N("GlobalAveragePool", ["c"], ["y"])],
+                       {"x": (np.float32, [1, 1, 4, 4])}, ["y"], {"w": rand(RNG, 8, 1, 3, 3)})
+    sess = session(model, fallback=False)
+    with pytest.raises(Exception, match="more than the limit of"):
+        sess.run(None, {"x": rand(RNG, 1, 1, 4, 4)})
