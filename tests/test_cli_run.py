@@ -198,3 +198,19 @@ def test_run_time_error_inside_optimep_names_the_node_op_and_shapes(runtime_resh
     ok = json.loads(invoke("run", runtime_reshape_file, "--inputs", tmp_path / "ok.npz", "--json").output)
     assert ok["outputs"]["y"]["shape"] == [3, 4]
     assert ok["placement"]["optim_nodes"] == 2
+
+
+def test_run_model_with_external_data_file(tmp_path):
+    """Large models keep their weights in a side file: `optim run` loads them from beside the model."""
+    import onnx
+
+    model = onnx.load_from_string(make_model(
+        [N("Gemm", ["x", "w"], ["y"], transB=1)], {"x": (np.float32, [2, 64])}, ["y"], {"w": rand(RNG, 256, 64)}))
+    path = tmp_path / "big.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="big.onnx.data", size_threshold=0)
+    assert (tmp_path / "big.onnx.data").stat().st_size == 256 * 64 * 4
+    r = invoke("run", path, "--compare", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["placement"]["optim_nodes"] == 1 and out["max_abs_error"] < 1e-4
