@@ -163,6 +163,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
 @click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Input shape (needed for dynamic dims). Repeatable.")
 @click.option("--batch", "batch_text", metavar="N[,N...]", help="Batch size(s): sets every input's first dim; a list sweeps.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Warm-up runs per runtime.")
+@click.option("--warmup-seconds", type=click.FloatRange(min=0, min_open=True), help="Also warm up for this many seconds per runtime.")
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True, help="Timed runs per runtime.")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Time for this many seconds instead of --runs.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
@@ -175,7 +176,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
 @click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Write the full report as JSON to this file.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw the latency distribution (and sweep) to this PNG.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def bench(model, shapes, batch_text, warmup, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file, verbose):
+def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
     side by side with ONNX Runtime's CPU EP (ratio above 1 means OptimEP is faster)."""
     from optim.ep_plugin.bench_report import print_report
@@ -191,7 +192,7 @@ def bench(model, shapes, batch_text, warmup, runs, duration, threads, vs, concur
         raise _UsageError(f"bad --batch {batch_text!r}: sizes must be >= 1")
     try:
         report = benchmark(model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs,
-                           duration=duration, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
+                           duration=duration, warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
                            isa=isa, progress=lambda line: click.echo(line, err=True))
     except RunInputError as e:
         if verbose:

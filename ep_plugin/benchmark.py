@@ -180,10 +180,14 @@ def _with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch:
 
 
 def _time_alternating(sessions: dict[str, ort.InferenceSession], feeds, warmup: int, runs: int,
-                      duration: float | None) -> dict[str, list[float]]:
+                      duration: float | None, warmup_duration: float | None = None) -> dict[str, list[float]]:
     for s in sessions.values():
         for _ in range(warmup):
             s.run(None, feeds)
+        if warmup_duration:
+            end = time.perf_counter() + warmup_duration
+            while time.perf_counter() < end:
+                s.run(None, feeds)
     times: dict[str, list[float]] = {k: [] for k in sessions}
     deadline = None if duration is None else _timer() + duration
     n = 0
@@ -239,6 +243,7 @@ def benchmark(
     warmup: int = 10,
     runs: int = 100,
     duration: float | None = None,
+    warmup_duration: float | None = None,
     threads: int | None = None,
     vs: list[str] | None = None,
     concurrency: int | None = None,
@@ -248,15 +253,16 @@ def benchmark(
 ) -> BenchReport:
     """Times `model` on OptimEP (and, with vs, on the CPU EP) for each batch size (or the given shapes).
 
-    runs: timed runs per runtime, or run for `duration` seconds instead. concurrency: also run that
+    runs: timed runs per runtime, or run for `duration` seconds instead; warmup_duration adds that many
+    seconds of warm-up per runtime after the `warmup` runs. concurrency: also run that
     many threads on one OptimEP session (runs requests in all). progress(str) gets a line per phase.
     """
     vs = list(vs or [])
     bad = [v for v in vs if v not in VS_CHOICES]
     if bad:
         raise RunInputError(f"--vs {bad[0]!r} is not one of {', '.join(VS_CHOICES)}")
-    if warmup < 0 or runs < 1 or (duration is not None and duration <= 0):
-        raise RunInputError("warm-up must be >= 0, runs >= 1 and duration > 0")
+    if warmup < 0 or runs < 1 or (duration is not None and duration <= 0) or (warmup_duration or 0) < 0:
+        raise RunInputError("warm-up must be >= 0, runs >= 1 and durations > 0")
     if concurrency is not None and concurrency < 1:
         raise RunInputError("--concurrency must be >= 1")
     say = progress or (lambda _line: None)
@@ -286,9 +292,10 @@ def benchmark(
     feeds = None
     for batch, batch_shapes in plans:
         feeds = random_inputs(optim_sess, batch_shapes, seed)
-        say(f"timing {'batch ' + str(batch) if batch else 'the given shapes'}: {warmup} warm-up run(s), then "
+        say(f"timing {'batch ' + str(batch) if batch else 'the given shapes'}: {warmup} warm-up run(s)"
+            + (f" and {warmup_duration:g} s of warm-up" if warmup_duration else "") + ", then "
             + (f"{duration:g} s" if duration else f"{runs} run(s)") + f" on {', '.join(sessions)}")
-        times = _time_alternating(sessions, feeds, warmup, runs, duration)
+        times = _time_alternating(sessions, feeds, warmup, runs, duration, warmup_duration)
         n = batch or 1
         results.append(BatchResult(
             batch=batch, shapes={k: list(v.shape) for k, v in feeds.items()}, optim=summarize(times["optim"], n),
@@ -301,7 +308,7 @@ def benchmark(
         conc = _concurrent(optim_sess, feeds, concurrency, runs, plans[-1][0] or 1)
     return BenchReport(
         model=str(model),
-        options={"warmup": warmup, "runs": runs, "duration_s": duration,
+        options={"warmup": warmup, "warmup_s": warmup_duration, "runs": runs, "duration_s": duration,
                  "threads": threads or f"{os.cpu_count()} (onnxruntime's default: one per core)",
                  "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "seed": seed,
                  "spinning": "off"},

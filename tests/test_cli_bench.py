@@ -78,6 +78,15 @@ def test_json_report_schema(mlp_file, tmp_path):
     assert d["placement"]["optim_nodes"] == 3
 
 
+def test_duration_and_warmup_seconds(mlp_file, tmp_path):
+    out = tmp_path / "r.json"
+    r = invoke(mlp_file, "--input", "x:2x16", "--warmup", "0", "--warmup-seconds", "0.05", "--duration", "0.2", "--json", out)
+    assert r.exit_code == 0, r.output
+    d = json.loads(out.read_text())
+    assert d["options"]["duration_s"] == 0.2 and d["options"]["warmup_s"] == 0.05
+    assert d["results"][0]["optim"]["runs"] >= 2
+
+
 def test_sweep_prints_a_row_per_batch(mlp_file):
     r = invoke(mlp_file, "--batch", "1,2,4", "--runs", "3", "--warmup", "0", "--vs", "cpu")
     assert r.exit_code == 0, r.output
