@@ -10,6 +10,9 @@ import click
 
 from optim.ep_plugin import EP_NAME
 
+# Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs).
+ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni"]
+
 log = logging.getLogger("optim")
 
 
@@ -27,7 +30,7 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True,
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True,
               help="Kernel instruction set to try.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(isa: str, as_json: bool) -> None:
@@ -109,7 +112,7 @@ def _parse_shapes(values) -> dict:
 @click.option("--save", type=click.Path(dir_okay=False), help="Write the outputs to this .npz.")
 @click.option("--compare", is_flag=True, help="Also run ONNX Runtime's CPU EP and print the max abs/rel error.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's choice).")
-@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True)
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
@@ -171,7 +174,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
               help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed), "
                    "alternating runs. Repeatable.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
-@click.option("--isa", type=click.Choice(["auto", "scalar", "avx2"]), default="auto", show_default=True)
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Write the full report as JSON to this file.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw the latency distribution (and sweep) to this PNG.")

@@ -45,6 +45,17 @@ def _probe_model() -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
 
 
+def isa_supported(isa: str) -> bool:
+    """Whether OptimEP can run with its kernels forced to `isa` on this machine (it refuses otherwise)."""
+    from .sessions import session
+
+    try:
+        session(_probe_model(), fallback=False, isa=isa)
+    except Exception:
+        return False
+    return True
+
+
 def diagnose(isa: str = "auto") -> dict:
     """Loads OptimEP and runs a one-node model on it; returns what was found. 'ok' is False with 'error' set on failure."""
     from .sessions import session  # late: sessions imports loader, which doctor may report broken

@@ -8,6 +8,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from optim.ep_plugin import session
+from optim.ep_plugin.doctor import isa_supported as kernels_supported
 
 # "fallback disabled" refusals are expected in tests; keep ORT's own error log off stderr.
 ort.set_default_logger_severity(4)
@@ -16,7 +17,8 @@ ort.set_default_logger_severity(4)
 # from ORT's in the last bits; element-wise data movement and max/relu must be exact.
 FLOAT_ATOL = 1e-4
 FLOAT_RTOL = 1e-4
-ISAS = ["scalar", "avx2"]
+# Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-512 VNNI where present.
+ISAS = ["scalar", "avx2"] + (["avx512vnni"] if kernels_supported("avx512vnni") else [])
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
 _NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,

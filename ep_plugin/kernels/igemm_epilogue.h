@@ -8,6 +8,9 @@
 #include "kernel_table.h"
 
 namespace optim::kernels {
+// Internal linkage on purpose: this header is compiled into scalar, AVX2 and AVX-512 files, and one
+// shared (inline, COMDAT) copy could be the AVX-512 build of it, run on a CPU without AVX-512.
+namespace {
 
 inline float igemm_real(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& ep) {
   const float scale = ep.scale_col ? ep.scale_col[j] : ep.scale_row ? ep.scale_row[i] : ep.scale;
@@ -32,4 +35,5 @@ inline void igemm_store(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& 
   else static_cast<int8_t*>(c)[index] = static_cast<int8_t>(v);
 }
 
+}  // namespace
 }  // namespace optim::kernels

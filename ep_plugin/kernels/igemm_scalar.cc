@@ -29,6 +29,21 @@ void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_
   }
 }
 
+size_t igemm_u8s8_packed_b_bytes(int64_t kq, int64_t n) {
+  return static_cast<size_t>((n + kQuadNR - 1) / kQuadNR * kq * 4 * kQuadNR);
+}
+
+void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int8_t* dst) {
+  const int64_t kq = (k + 3) / 4, panels = (n + kQuadNR - 1) / kQuadNR;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t q = 0; q < kq; ++q)
+      for (int64_t j = 0; j < kQuadNR; ++j)
+        for (int64_t t = 0; t < 4; ++t) {
+          const int64_t kk = 4 * q + t, col = p * kQuadNR + j;
+          dst[((p * kq + q) * kQuadNR + j) * 4 + t] = kk < k && col < n ? b[kk * ldb + col] : 0;
+        }
+}
+
 void igemm_packed_scalar(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp, const int16_t* a,
                          int64_t lda, const int16_t* b_packed, void* c, int64_t ldc, const IgemmEpilogue& ep) {
   for (int64_t p = p0; p < p1; ++p) {

@@ -4,20 +4,31 @@
 
 namespace optim::kernels {
 
-const char* isa_name(Isa isa) { return isa == Isa::kAvx2 ? "avx2" : "scalar"; }
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512Vnni: return "avx512vnni";
+    case Isa::kAvx2: return "avx2";
+    default: return "scalar";
+  }
+}
 
 bool isa_supported(Isa isa) {
   if (isa == Isa::kScalar) return true;
   const CpuFeatures& f = cpu_features();
+  if (isa == Isa::kAvx512Vnni) return f.avx2 && f.fma && f.avx512f && f.avx512bw && f.avx512vnni;
   return f.avx2 && f.fma;
 }
 
-Isa best_isa() { return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar; }
+Isa best_isa() {
+  if (isa_supported(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
+  return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+}
 
 bool parse_isa(const std::string& text, Isa* out) {
   if (text == "auto" || text.empty()) { *out = best_isa(); return true; }
   if (text == "scalar") { *out = Isa::kScalar; return true; }
   if (text == "avx2") { *out = Isa::kAvx2; return true; }
+  if (text == "avx512vnni") { *out = Isa::kAvx512Vnni; return true; }
   return false;
 }
 
@@ -32,6 +43,14 @@ const KernelTable& kernel_table(Isa isa) {
                                 quantize_avx2, dequantize_avx2, qadd_avx2,
                                 {"sgemm_f32_avx2_6x16", "binary_f32_avx2", "unary_f32_avx2", "clip_f32_avx2",
                                  "igemm_s16pairs_avx2_4x16", "quantize_avx2", "dequantize_avx2", "qadd_avx2"}};
+  static const KernelTable vnni = [] {
+    KernelTable t = avx2;
+    t.isa = Isa::kAvx512Vnni;
+    t.igemm_u8s8 = igemm_u8s8_avx512vnni;
+    t.names.push_back("igemm_u8s8_avx512vnni_8x16");
+    return t;
+  }();
+  if (isa == Isa::kAvx512Vnni) return vnni;
   return isa == Isa::kAvx2 ? avx2 : scalar;
 }
 

@@ -10,13 +10,14 @@
 
 namespace optim::kernels {
 
-enum class Isa { kScalar = 0, kAvx2 = 1 };
+// avx512vnni: the AVX2 table plus integer GEMMs on AVX-512 VNNI (vpdpbusd) where the CPU has it.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
 
 const char* isa_name(Isa isa);
-// Best ISA this CPU runs, best first: AVX2+FMA, then scalar.
+// Best ISA this CPU runs, best first: AVX-512 VNNI, AVX2+FMA, then scalar.
 Isa best_isa();
 bool isa_supported(Isa isa);
-// Parses "scalar" / "avx2" / "auto"; returns false for anything else.
+// Parses "scalar" / "avx2" / "avx512vnni" / "auto"; returns false for anything else.
 bool parse_isa(const std::string& text, Isa* out);
 
 // --- SGEMM on a pre-packed B --------------------------------------------------------------------
@@ -76,6 +77,21 @@ size_t igemm_packed_b_elems(int64_t kp, int64_t n);
 // Packs B given as int16 values (row-major k x n with stride ldb, or, with trans_b, stored n x k).
 void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
 
+// --- int8 GEMM on uint8 x int8 quads (AVX-512 VNNI vpdpbusd: four u8*s8 products summed into int32,
+// no intermediate saturation, so exact) ----------------------------------------------------------------
+// A: rows of uint8 (activations as stored; int8 ones flipped by xor 0x80, i.e. +128), K padded to a
+// multiple of 4 with zeros, stride lda bytes. B: int8 packed in panels of kQuadNR columns, per K quad q
+// the 4 values b[4q..4q+3][j] of each column j in turn (64 bytes), zero padded. comp_col[j] is added to
+// each sum before the epilogue: -zero_point(A) * sum_k b[k][j], which turns sum a*b into sum (a-za)*b.
+constexpr int64_t kQuadNR = 16;
+constexpr int64_t kQuadMR = 8;
+using IgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
+                             int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
+                             const IgemmEpilogue& ep);
+size_t igemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
+// Packs B given as int8 values (row-major k x n with stride ldb).
+void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int8_t* dst);
+
 // --- QuantizeLinear / DequantizeLinear, per tensor (ops call them per channel block for per axis) --
 // q = saturate(round_half_even(x / scale) + zero_point) to uint8 (to_u8) or int8; NaN gives the
 // type's minimum. x = (q - zero_point) * scale.
@@ -117,6 +133,7 @@ struct KernelTable {
   QAddFn qadd;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
+  IgemmU8S8Fn igemm_u8s8 = nullptr;  // only where the CPU has AVX-512 VNNI
 };
 
 const KernelTable& kernel_table(Isa isa);
@@ -134,6 +151,8 @@ void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
 void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_avx2(const void*, bool, int32_t, float, float*, int64_t);
+void igemm_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t,
+                           const int8_t*, const int32_t*, void*, int64_t, const IgemmEpilogue&);
 void qadd_scalar(const void*, const void*, const QAddParams&, void*, int64_t);
 void qadd_avx2(const void*, const void*, const QAddParams&, void*, int64_t);
 void binary_vv_scalar(BinaryOp, const float*, const float*, float*, int64_t);

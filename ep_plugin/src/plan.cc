@@ -92,6 +92,7 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
     step.op_type = node.op;
     try {
       step.op = create_op(node, graph);
+      step.op->prepare(kernels);
     } catch (const std::exception& e) {
       throw Error("compiling node " + step.label + ": " + e.what());
     }

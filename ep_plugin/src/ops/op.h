@@ -79,6 +79,9 @@ class Op {
   virtual size_t scratch_bytes(const std::vector<const Shape*>& in) const { (void)in; return 0; }
   // Absorbs a Relu that consumes this op's only output into its epilogue; false when it cannot.
   virtual bool try_fuse_relu() { return false; }
+  // Called once at compile time with the kernel table the plan will run with (e.g. to pack weights
+  // in the layout of the kernel that will read them).
+  virtual void prepare(const kernels::KernelTable& kernels) { (void)kernels; }
 };
 
 struct OpDef {

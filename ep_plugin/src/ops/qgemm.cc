@@ -40,20 +40,39 @@ class QGemmImpl : public Op {
     const bool trans_b = n.attr_i("transB", 0) != 0;
     k_ = trans_b ? w->shape[1] : w->shape[0];
     n_ = trans_b ? w->shape[0] : w->shape[1];
-    // Weights minus their zero point, widened to int16, packed once.
-    std::vector<int16_t> wide(static_cast<size_t>(k_ * n_));
+    // Weights minus their zero point (K x N), packed in prepare() for the kernel that will run.
+    wide_.resize(static_cast<size_t>(k_ * n_));
     for (int64_t kk = 0; kk < k_; ++kk)
       for (int64_t j = 0; j < n_; ++j)
-        wide[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
+        wide_[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
     kp_ = (k_ + 1) / 2;
-    packed_.resize(kernels::igemm_packed_b_elems(kp_, n_));
-    kernels::igemm_pack_b(wide.data(), n_, false, k_, n_, packed_.data());
     scale_.resize(static_cast<size_t>(n_));
     for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.x_scale * qp.w_scale(j);
     bias_ = qp.bias(n_);
     ep_ = qp.epilogue;
     ep_.scale_col = scale_.data();
     ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
+  }
+
+  // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
+  void prepare(const kernels::KernelTable& kt) override {
+    const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+    if (kt.igemm_u8s8 && fits_s8) {
+      std::vector<int8_t> w8(wide_.begin(), wide_.end());
+      kq_ = (k_ + 3) / 4;
+      packed8_.resize(kernels::igemm_u8s8_packed_b_bytes(kq_, n_));
+      kernels::igemm_u8s8_pack_b(w8.data(), n_, k_, n_, packed8_.data());
+      // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
+      const int32_t zx = x_dtype_ == DType::kInt8 ? x_zero_ + 128 : x_zero_;
+      comp_.assign(static_cast<size_t>(n_), 0);
+      for (int64_t kk = 0; kk < k_; ++kk)
+        for (int64_t j = 0; j < n_; ++j) comp_[static_cast<size_t>(j)] -= zx * w8[static_cast<size_t>(kk * n_ + j)];
+    } else {
+      packed_.resize(kernels::igemm_packed_b_elems(kp_, n_));
+      kernels::igemm_pack_b(wide_.data(), n_, false, k_, n_, packed_.data());
+    }
+    wide_.clear();
+    wide_.shrink_to_fit();
   }
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
@@ -65,12 +84,17 @@ class QGemmImpl : public Op {
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    if (!packed8_.empty()) return static_cast<size_t>(rows(*in[0]) * 4 * kq_);
     return static_cast<size_t>(rows(*in[0]) * 2 * kp_) * sizeof(int16_t);
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const int64_t m = rows(*in[0].shape);
     if (m == 0 || n_ == 0) return;
+    if (!packed8_.empty()) {
+      run_u8s8(rc, m, in[0], out[0]);
+      return;
+    }
     int16_t* a = static_cast<int16_t*>(rc.scratch());
     const int64_t lda = 2 * kp_;
     // x minus its zero point, widened to int16, K padded to even with 0 (which is real 0).
@@ -90,6 +114,28 @@ class QGemmImpl : public Op {
   }
 
  private:
+  // A as stored uint8 rows (int8 flipped to uint8 by xor 0x80), K padded to a multiple of 4.
+  void run_u8s8(const RunContext& rc, int64_t m, const TensorRef& x, const TensorOut& y) const {
+    uint8_t* a = static_cast<uint8_t*>(rc.scratch());
+    const int64_t lda = 4 * kq_;
+    const uint8_t* src = static_cast<const uint8_t*>(x.data);
+    const uint8_t flip = x_dtype_ == DType::kInt8 ? 0x80 : 0;
+    for (int64_t i = 0; i < m; ++i) {
+      uint8_t* row = a + i * lda;
+      for (int64_t kk = 0; kk < k_; ++kk) row[kk] = static_cast<uint8_t>(src[i * k_ + kk] ^ flip);
+      for (int64_t kk = k_; kk < lda; ++kk) row[kk] = 0;
+    }
+    const int64_t panels = (n_ + kernels::kQuadNR - 1) / kernels::kQuadNR;
+    const int64_t rows_per_task = 8 * kernels::kQuadMR, panels_per_task = 4;
+    const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task, p_tasks = (panels + panels_per_task - 1) / panels_per_task;
+    rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
+      const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
+      const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
+      const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
+      rc.kernels.igemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+    });
+  }
+
   int64_t rows(const Shape& x) const { return k_ ? shape_numel(x) / k_ : 0; }
   template <typename T>
   void widen_row(const T* __restrict x, int16_t* __restrict row) const {
@@ -99,8 +145,11 @@ class QGemmImpl : public Op {
 
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
-  int64_t k_ = 0, n_ = 0, kp_ = 0;
-  std::vector<int16_t> packed_;
+  int64_t k_ = 0, n_ = 0, kp_ = 0, kq_ = 0;
+  std::vector<int16_t> wide_;     // until prepare()
+  std::vector<int16_t> packed_;   // int16-pair panels (scalar/AVX2 kernels)
+  std::vector<int8_t> packed8_;   // or u8 x s8 quad panels (VNNI)
+  std::vector<int32_t> comp_;     // VNNI: -zero_point(x) * column sums of the weights
   std::vector<float> scale_, bias_;
   kernels::IgemmEpilogue ep_;
 };
