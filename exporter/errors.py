@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class ExportError(ValueError):
     """An export failed for a reason the user can act on.
@@ -15,7 +17,22 @@ class ExportError(ValueError):
         self.report = report or []
 
 
+class VerificationError(ExportError):
+    """The model exported, but ONNX Runtime's results differ from PyTorch's beyond the tolerance.
+
+    Not a mistake in the user's input (the CLI exits 1, not 2): the exporter or a kernel is wrong.
+    """
+
+
 def first_line(error: BaseException) -> str:
-    """The first line of an exception's message (or its type name): enough for a one-sentence error."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    """The first line of an exception's message (or its type name): enough for a one-sentence error.
+
+    TorchScript's interpreter puts its code traceback first and the real error last
+    ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ..."): that last line it is.
+    """
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].startswith("The following operation failed in the TorchScript interpreter"):
+        return re.sub(r"^[A-Za-z_.]*(Error|Exception): ", "", lines[-1])
+    return lines[0].rstrip(":")  # "... here:" introduces lines that the sentence leaves out

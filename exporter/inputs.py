@@ -108,7 +108,8 @@ def _apply_dynamic(specs: list[InputSpec], dynamic: dict[str, dict[int, str]], k
 
 
 def _fit_program_axes(specs: list[InputSpec], loaded: LoadedModel) -> list[InputSpec]:
-    """A .pt2 decides its dynamic axes: keep the caller's names for them, refuse any others."""
+    """A .pt2 decides its dynamic axes and static sizes: keep the caller's names for its axes, refuse
+    other axes and other sizes."""
     program_inputs = {s.name: s for s in loaded.inputs}
     fitted = []
     for s in specs:
@@ -124,6 +125,12 @@ def _fit_program_axes(specs: list[InputSpec], loaded: LoadedModel) -> list[Input
                 raise ExportError(
                     f"input {s.name!r} axis {axis} is static in {loaded.source}: a torch.export archive keeps the "
                     f"dynamic axes it was exported with (torch.export.export(..., dynamic_shapes=...))"
+                )
+        for axis, (size, expected) in enumerate(zip(s.shape, program_input.shape)):
+            if axis not in own and size != expected:
+                raise ExportError(
+                    f"input {s.name!r} has size {size} on axis {axis} but {loaded.source} takes {program_input} "
+                    f"(only its named axes may change size)"
                 )
         fitted.append(replace(s, dynamic={axis: s.dynamic.get(axis, name) for axis, name in own.items()}))
     return fitted

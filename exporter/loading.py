@@ -34,6 +34,14 @@ ZOO_KIND = "zoo"
 FACTORY_KIND = "factory"
 PICKLED_KIND = "pickled module"
 
+_KIND_DESCRIPTIONS = {
+    ZOO_KIND: "a zoo model",
+    FACTORY_KIND: "a factory's model",
+    detect.TORCHSCRIPT: "a TorchScript archive (told from its contents)",
+    detect.TORCH_EXPORT: "a torch.export archive (told from its contents)",
+    PICKLED_KIND: "a pickled nn.Module (told from its contents; unpickled as --trust-pickle allowed)",
+}
+
 _FACTORY_SPEC = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
 
 
@@ -89,6 +97,11 @@ def load_model(spec: str, weights: str | os.PathLike | None = None, trust_pickle
     return loaded
 
 
+def describe_kind(kind: str) -> str:
+    """'a TorchScript archive (told from its contents)' for LoadedModel.kind, for progress lines."""
+    return _KIND_DESCRIPTIONS.get(kind, kind)
+
+
 def _load_file(path: str, trust_pickle: bool) -> LoadedModel:
     kind, detail = detect.detect_kind(path)
     if kind == detect.TORCHSCRIPT:
@@ -98,7 +111,8 @@ def _load_file(path: str, trust_pickle: bool) -> LoadedModel:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 module = torch.jit.load(path, map_location="cpu")
         except Exception as e:
-            raise ExportError(f"{path} looks like a TorchScript archive but torch.jit.load failed: {first_line(e)}") from None
+            raise ExportError(f"{path} looks like a TorchScript archive but torch.jit.load failed ({first_line(e)}): "
+                              f"it is damaged or from another torch version; save it again with torch.jit.save") from None
         return LoadedModel(module, detect.TORCHSCRIPT, path)
     if kind == detect.TORCH_EXPORT:
         return _load_program(path)
@@ -130,7 +144,8 @@ def _load_program(path: str) -> LoadedModel:
     try:
         program = torch.export.load(path)
     except Exception as e:
-        raise ExportError(f"{path} looks like a torch.export archive but torch.export.load failed: {first_line(e)}") from None
+        raise ExportError(f"{path} looks like a torch.export archive but torch.export.load failed ({first_line(e)}): "
+                          f"it is damaged or from another torch version; save it again with torch.export.save") from None
     inputs, example = _program_inputs(program)
     return LoadedModel(program.module(), detect.TORCH_EXPORT, path, program=program, inputs=inputs, example=example)
 

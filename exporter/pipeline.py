@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +13,7 @@ import torch
 from .errors import ExportError, first_line
 from .examples import describe, resized_inputs
 from .inputs import resolve_inputs
-from .loading import load_model
+from .loading import describe_kind, load_model
 from .outputs import flatten_outputs, output_names
 from .result import ExportResult, describe_values
 from .specs import InputSpec
@@ -36,6 +36,7 @@ def export(
     trust_pickle: bool = False,
     verify: bool = True,
     verbose: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> ExportResult:
     """Exports SPEC to the ONNX file `output` and checks it against PyTorch.
 
@@ -49,11 +50,17 @@ def export(
     Verification runs the file on ONNX Runtime's CPU EP against PyTorch on the example inputs
     and, with dynamic axes, on inputs resized along every one of them (tolerances in verify.py).
     The file appears only after it passed (or verify=False); an existing file is replaced then.
-    Raises ExportError with one sentence for anything the user can fix.
+    progress(str) gets a short line as each step starts (loading, exporting, verifying) and says
+    what SPEC was found to be.
+    Raises ExportError with one sentence for anything the user can fix; VerificationError (an
+    ExportError) when the file exported but does not match PyTorch.
     """
+    say = progress or (lambda _line: None)
     if exporter not in EXPORTERS:
         raise ExportError(f"exporter {exporter!r} is not one of {', '.join(EXPORTERS)}")
+    say(f"loading {os.fspath(spec)}")
     loaded = load_model(spec, weights=weights, trust_pickle=trust_pickle)
+    say(f"{loaded.source} is {describe_kind(loaded.kind)}")
     specs, examples = resolve_inputs(loaded, inputs, example_inputs, dynamic)
 
     def reference(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -72,14 +79,14 @@ def export(
     args = tuple(torch.from_numpy(np.array(examples[s.name], copy=True)) for s in specs)
 
     with staged_output(output) as staged:
-        used = export_onnx(loaded, args, specs, names, opset, exporter, staged, verbose=verbose)
+        used = export_onnx(loaded, args, specs, names, opset, exporter, staged, verbose=verbose, progress=say)
         log.info("exported %s with the %s exporter (opset %d)", loaded.source, used, opset)
         report = []
         if verify:
             checks = [("example", examples)]
             if any(s.dynamic for s in specs):
                 checks.append(("resized", resized_inputs(specs, examples)))
-            report = verify_onnx(staged, reference, checks)
+            report = verify_onnx(staged, reference, checks, progress=say)
         onnx_inputs, onnx_outputs = describe_values(staged)
     return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report)
 

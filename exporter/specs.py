@@ -37,7 +37,10 @@ class InputSpec:
         return [self.dynamic.get(axis, size) for axis, size in enumerate(self.shape)]
 
     def __str__(self) -> str:
-        return f"{self.name}:{'x'.join(str(d) for d in self.dims())}:{self.dtype}"
+        dims = [str(d) for d in self.dims()]
+        # The form parse_input_spec reads back: commas once a dim name contains an "x".
+        sep = "," if any("x" in d for d in dims) else "x"
+        return f"{self.name}:{sep.join(dims)}:{self.dtype}"
 
     def to_dict(self) -> dict:
         return {"name": self.name, "shape": self.dims(), "dtype": self.dtype}

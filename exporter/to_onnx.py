@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -12,6 +13,7 @@ import torch
 
 from .errors import ExportError
 from .loading import LoadedModel
+from .locate import op_location
 from .quiet import quiet
 from .specs import InputSpec
 
@@ -36,13 +38,16 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output_names: list[str],
-                opset: int, exporter: str, path: Path, verbose: bool = False) -> str:
+                opset: int, exporter: str, path: Path, verbose: bool = False,
+                progress: Callable[[str], None] | None = None) -> str:
     """Writes the model to `path` as ONNX; returns the exporter that did it (DYNAMO or TORCHSCRIPT).
 
     "auto" tries dynamo first and falls back to TorchScript; a ScriptModule goes straight to the
     TorchScript exporter, the only one that reads TorchScript. Dynamic axes come out under the
-    specs' dim names. Raises ExportError naming an op no exporter could translate.
+    specs' dim names. progress(str) gets a line as each exporter starts. Raises ExportError naming
+    an op no exporter could translate and the module that calls it.
     """
+    say = progress or (lambda _line: None)
     if exporter not in EXPORTERS:
         raise ExportError(f"exporter {exporter!r} is not one of {', '.join(EXPORTERS)}")
     scripted = isinstance(loaded.module, torch.jit.ScriptModule)
@@ -61,6 +66,7 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
     order = possible if exporter == "auto" else [exporter]
     failures: list[tuple[str, BaseException]] = []
     for name in order:
+        say(f"exporting with the {name} exporter (opset {opset})")
         try:
             with quiet(verbose):
                 (_dynamo if name == DYNAMO else _torchscript)(loaded, args, specs, output_names, opset, path, verbose)
@@ -69,10 +75,13 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
             _remove_partial(path)
             if name != order[-1]:
                 log.info("the %s exporter failed (%s); trying the %s exporter", name, _summary(e), order[-1])
+                say(f"the {name} exporter failed; trying the {order[-1]} exporter")
             continue
         name_dynamic_axes(path, specs)
         return name
-    raise ExportError(_failure_message(failures, opset, untried=[n for n in possible if n not in order]))
+    op = next((op for _, e in failures if (op := unsupported_op(e))), None)
+    where = op_location(loaded, args, op) if op else None
+    raise ExportError(_failure_message(failures, opset, [n for n in possible if n not in order], op, where))
 
 
 def _dynamo(loaded, args, specs, output_names, opset, path, verbose) -> None:
@@ -143,14 +152,23 @@ def _remove_partial(path: Path) -> None:
             os.remove(leftover)
 
 
-def _failure_message(failures: list[tuple[str, BaseException]], opset: int, untried: list[str]) -> str:
-    op = next((op for _, e in failures if (op := unsupported_op(e))), None)
+# Where PyTorch tracks exporter bugs, so a user with a model that should export can report it.
+PYTORCH_ISSUES = "https://github.com/pytorch/pytorch/issues (label 'module: onnx')"
+
+
+def _failure_message(failures: list[tuple[str, BaseException]], opset: int, untried: list[str],
+                     op: str | None, where: str | None) -> str:
     details = "; ".join(f"{name} exporter: {_summary(e)}" for name, e in failures)
     fixes = [f"--exporter {name}" for name in untried] + [f"another --opset than {opset}"]
     if op:
-        return (f"ONNX export failed: the model uses {op}, which has no ONNX translation at opset {opset} ({details}); "
-                f"try {' or '.join(fixes)}, or replace that op in the model")
-    return f"ONNX export failed ({details}); try {' or '.join(fixes)}, or --verbose for the exporter's output"
+        where = f" in {where}" if where else ""
+        # Ops of PyTorch's own namespaces should translate: a missing one is PyTorch's to fix.
+        pytorch_op = op.replace("::", ".").split(".")[0] in ("aten", "prims")
+        report = f", or report the missing translation at {PYTORCH_ISSUES}" if pytorch_op else ""
+        return (f"ONNX export failed: the model uses {op}{where}, which has no ONNX translation at opset {opset} "
+                f"({details}); try {' or '.join(fixes)}, or replace that op in the model{report}")
+    return (f"ONNX export failed ({details}); try {' or '.join(fixes)}, or --verbose for the exporter's output; "
+            f"if the model should export, report it at {PYTORCH_ISSUES}")
 
 
 def unsupported_op(error: BaseException) -> str | None:

@@ -1,11 +1,11 @@
 """Checking the exported ONNX file against PyTorch: ONNX Runtime's CPU EP vs the torch module.
 
-Tolerances (float outputs; an element passes when |onnx - torch| <= ATOL + RTOL * |torch|):
-  FLOAT_ATOL, FLOAT_RTOL  float32/float64. ONNX Runtime and PyTorch sum in different orders
+Tolerances, named in every report row (an element passes when |onnx - torch| <= ATOL + RTOL * |torch|):
+  FLOAT_ATOL, FLOAT_RTOL  "float": float32/float64. ONNX Runtime and PyTorch sum in different orders
                           and fuse differently, so results differ in the last bits; 1e-4 is far
                           above that for the zoo's magnitudes and far below any real export bug.
-  HALF_ATOL, HALF_RTOL    float16, with its 11-bit mantissa.
-Integer and bool outputs must be equal. NaN must sit at the same positions in both.
+  HALF_ATOL, HALF_RTOL    "half": float16, with its 11-bit mantissa.
+"exact": integer and bool outputs must be equal. NaN must sit at the same positions in both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .errors import ExportError, first_line
+from .errors import ExportError, VerificationError, first_line
 from .examples import describe
 
 FLOAT_ATOL = 1e-4
@@ -25,14 +25,14 @@ HALF_ATOL = 1e-2
 HALF_RTOL = 1e-2
 
 
-def tolerance(dtype: np.dtype) -> tuple[float, float] | None:
-    """(atol, rtol) for a float dtype; None for integer and bool outputs, which must be equal."""
+def tolerance(dtype: np.dtype) -> tuple[str, float, float]:
+    """(name, atol, rtol) for outputs of `dtype`: "half", "float", or "exact" (0, 0) for integer and bool."""
     dtype = np.dtype(dtype)
     if dtype == np.float16:
-        return HALF_ATOL, HALF_RTOL
+        return "half", HALF_ATOL, HALF_RTOL
     if dtype.kind in "fc":
-        return FLOAT_ATOL, FLOAT_RTOL
-    return None
+        return "float", FLOAT_ATOL, FLOAT_RTOL
+    return "exact", 0.0, 0.0
 
 
 def compare(output: str, check: str, got: np.ndarray, want: np.ndarray) -> dict:
@@ -43,11 +43,10 @@ def compare(output: str, check: str, got: np.ndarray, want: np.ndarray) -> dict:
     would only measure rounding noise around zero. Near-zero elements can still show a max_rel
     above rtol and pass, because atol covers them.
     """
-    tol = tolerance(want.dtype)
-    atol, rtol = tol if tol else (0.0, 0.0)
+    name, atol, rtol = tolerance(want.dtype)
     row = {"output": output, "check": check, "max_abs": float("inf"), "max_rel": float("inf"),
-           "tolerance": f"|diff| <= {atol:g} + {rtol:g}*|torch|" if tol else "exact", "atol": atol, "rtol": rtol,
-           "passed": False, "problem": ""}
+           "tolerance": f"{name} (|diff| <= {atol:g} + {rtol:g}*|torch|)" if name != "exact" else "exact",
+           "atol": atol, "rtol": rtol, "passed": False, "problem": ""}
     if got.shape != want.shape:
         row["problem"] = f"shape {_dims(got.shape)} instead of {_dims(want.shape)}"
         return row
@@ -76,13 +75,16 @@ def compare(output: str, check: str, got: np.ndarray, want: np.ndarray) -> dict:
 
 
 def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]], list[np.ndarray]],
-                checks: list[tuple[str, Mapping[str, np.ndarray]]]) -> list[dict]:
+                checks: list[tuple[str, Mapping[str, np.ndarray]]],
+                progress: Callable[[str], None] | None = None) -> list[dict]:
     """Runs the ONNX file on ONNX Runtime's CPU EP for each (check name, inputs) and compares every
     output with `reference(inputs)` (the PyTorch outputs, flattened in the exporter's order).
 
-    Returns the report rows when all pass; raises ExportError with the numbers otherwise, or when
-    ONNX Runtime cannot load or run the file.
+    Returns the report rows when all pass; raises VerificationError with the numbers (and the
+    rows) otherwise, ExportError when ONNX Runtime cannot load or run the file. progress(str)
+    gets a line per check.
     """
+    say = progress or (lambda _line: None)
     options = ort.SessionOptions()
     # Check the graph as written: ORT's own fusions would only add rounding differences of their own.
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -94,6 +96,7 @@ def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]]
     names = [o.name for o in session.get_outputs()]
     report = []
     for check, feeds in checks:
+        say(f"verifying against PyTorch on ONNX Runtime's CPU EP: {check} inputs ({describe(feeds)})")
         try:
             want = reference(feeds)
         except Exception as e:
@@ -114,7 +117,7 @@ def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]]
         report.extend(compare(name, check, g, w) for name, g, w in zip(names, got, want))
     failed = [r for r in report if not r["passed"]]
     if failed:
-        raise ExportError("verification against PyTorch failed, so no file was written: " + "; ".join(
+        raise VerificationError("verification against PyTorch failed, so no file was written: " + "; ".join(
             f"output {r['output']!r} on the {r['check']} inputs: "
             + (r["problem"] if r["max_abs"] == float("inf") else
                f"max abs error {r['max_abs']:.3g}, max rel error {r['max_rel']:.3g} over tolerance {r['tolerance']} "
@@ -125,7 +128,6 @@ def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]]
 
 def _dims(shape) -> str:
     return "x".join(map(str, shape)) or "scalar"
-
 
 
 def _ort_message(e: BaseException) -> str:

@@ -1,0 +1,118 @@
+"""Test models for the exporter, in a real importable module (tests/ is on sys.path): factory
+specs (`optimtest_factories:build`) and unpickling both need one."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class Small(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def build():
+    torch.manual_seed(0)
+    return Small().eval()
+
+
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return {"logits": h, "features": torch.tanh(h)}
+
+
+def two_heads():
+    torch.manual_seed(0)
+    return TwoHeads().eval()
+
+
+class Pair(nn.Module):
+    def forward(self, x):
+        return x + 1, x * 2
+
+
+class DataDependentBranch(nn.Module):
+    """torch.export cannot capture a Python `if` on tensor values; tracing follows one branch."""
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+
+class LoopAndBranch(nn.Module):
+    """Data-dependent control flow: only scripting (not tracing) keeps it."""
+
+    def forward(self, x):
+        y = x
+        for _ in range(x.shape[0]):
+            y = y * 0.5 + 1.0
+        if bool(x.sum() > 0):
+            y = y + 1.0
+        else:
+            y = y - 1.0
+        return y
+
+
+@torch.library.custom_op("optimtest::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+class Twice(nn.Module):
+    def forward(self, x):
+        return twice(x)
+
+
+class UsesCustomOp(nn.Module):
+    """A custom op (no ONNX translation in either exporter) called inside a submodule."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(nn.ReLU(), Twice())
+
+    def forward(self, x):
+        return self.blocks(x) + 1
+
+
+class SecondSmallest(nn.Module):
+    def forward(self, x):
+        return torch.kthvalue(x, 2, dim=-1).values
+
+
+class UsesKthvalue(nn.Module):
+    """aten::kthvalue: a PyTorch op neither exporter translates (torch 2.13), called in a submodule."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.pool = SecondSmallest()
+
+    def forward(self, x):
+        return self.pool(self.fc(x))
+
+
+def raises():
+    raise RuntimeError("weights server unreachable")
+
+
+def not_a_module():
+    return {"fc": 1}
+
+
+NOT_CALLABLE = 42
