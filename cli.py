@@ -9,6 +9,8 @@ import sys
 import click
 
 from optim.ep_plugin import EP_NAME
+from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
+from optim.optimizer.proof import DYNAMIC_DIMS
 
 # Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs).
 ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni"]
@@ -121,6 +123,62 @@ def _print_traceback(error: BaseException) -> None:
 
     error.__suppress_context__ = False
     traceback.print_exception(error, file=sys.stderr)
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Optimized ONNX file to write (only once the proof passes).")
+@click.option("--skip", multiple=True, metavar="PASS", help="Leave out this pass. Repeatable. Passes: " + ", ".join(PASS_NAMES) + ".")
+@click.option("--only", multiple=True, metavar="PASS", help="Run only this pass (repeatable); the others are left out.")
+@click.option("--no-simplify", is_flag=True, help="Do not run onnxsim (constant folding, shape inference) first.")
+@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False),
+              help=".npz with one array per model input for the proof (default: random inputs).")
+@click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS",
+              help="Shape of a random proof input, e.g. x:8x64 (default: each dynamic dim "
+                   f"{' and '.join(map(str, DYNAMIC_DIMS))} in turn). Repeatable.")
+@click.option("--atol", type=click.FloatRange(min=0), default=FLOAT_ATOL, show_default=True,
+              help="Proof tolerance: |optimized - input| <= atol + rtol*|input| on float outputs.")
+@click.option("--rtol", type=click.FloatRange(min=0), default=FLOAT_RTOL, show_default=True, help="See --atol.")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=DEFAULT_MAX_ROUNDS, show_default=True,
+              help="Cap on pass rounds (the passes repeat until a round changes nothing).")
+@click.option("--check-each-pass", is_flag=True, help="Prove after every change (slower; for debugging passes).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random proof inputs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every rewrite and refusal with its reason; tracebacks on errors.")
+def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, rtol, max_rounds, check_each_pass, seed,
+             as_json, verbose):
+    """Simplify MODEL and rewrite it with proven passes: fewer nodes, same outputs.
+
+    onnxsim runs first, then the passes to a fixed point; the result must pass onnx.checker, keep
+    the signature and match MODEL's outputs on ONNX Runtime's CPU EP, or nothing is written and the
+    pass that broke it is named.
+    """
+    from optim.ep_plugin.runner import RunInputError
+    from optim.optimizer import OptimizeError, ProofError, Tolerance, format_report, optimize as do_optimize
+
+    _check_onnx_file(model)
+    try:
+        result = do_optimize(model, output, skip=skip, only=only, simplify=not no_simplify, inputs=inputs_file,
+                             shapes=_parse_shapes(shapes), tolerance=Tolerance(atol, rtol), max_rounds=max_rounds,
+                             seed=seed, check_each_pass=check_each_pass)
+    except (OptimizeError, RunInputError) as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    except ProofError as e:
+        if verbose:
+            for event in e.events:
+                click.echo(str(event), err=True)
+        raise click.ClickException(f"proof failed: {e}") from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if verbose:
+        for event in result.events:
+            click.echo(str(event))
+    for line in format_report(result):
+        click.echo(line)
 
 
 def _parse_shapes(values) -> dict:
