@@ -27,24 +27,37 @@ bool is_u8(const Graph& g, const std::string& v) {
   return !vi || vi->dtype == DType::kUint8;
 }
 
-// Copies one-byte elements of `src` (shape `from`) broadcast to shape `to` into dst.
+// Copies one-byte elements of `src` (shape `from`) broadcast to shape `to` into dst. The trailing dims
+// that `from` shares with `to` are one contiguous block copied whole; only the leading part is
+// indexed (a scalar operand is a plain fill).
 void broadcast_bytes(const uint8_t* src, const Shape& from, const Shape& to, uint8_t* dst) {
-  const size_t r = to.size();
-  std::vector<int64_t> stride(r, 0);  // stride in src per output dim, 0 where broadcast
-  int64_t s = 1;
-  for (size_t i = r; i-- > 0;) {
-    const size_t fi = i + from.size() - r;  // aligned from the right
-    if (i + from.size() >= r && from[fi] != 1) stride[i] = s;
-    if (i + from.size() >= r) s *= from[fi];
-  }
   const int64_t n = shape_numel(to);
-  for (int64_t o = 0; o < n; ++o) {
+  if (shape_numel(from) == 1) {
+    std::fill(dst, dst + n, src[0]);
+    return;
+  }
+  const size_t r = to.size(), lead = r - from.size();
+  auto from_dim = [&](size_t i) { return i < lead ? int64_t{1} : from[i - lead]; };
+  size_t split = r;  // dims [split, r) equal in both: one contiguous block
+  int64_t block = 1;
+  while (split > 0 && from_dim(split - 1) == to[split - 1]) {
+    --split;
+    block *= to[split];
+  }
+  std::vector<int64_t> stride(split, 0);  // stride in src (in blocks) per leading output dim, 0 if broadcast
+  int64_t st = 1;
+  for (size_t i = split; i-- > 0;) {
+    if (from_dim(i) != 1) stride[i] = st;
+    st *= from_dim(i);
+  }
+  const int64_t blocks = block ? n / block : 0;
+  for (int64_t o = 0; o < blocks; ++o) {
     int64_t rem = o, off = 0;
-    for (size_t i = r; i-- > 0;) {
+    for (size_t i = split; i-- > 0;) {
       off += (rem % to[i]) * stride[i];
       rem /= to[i];
     }
-    dst[o] = src[off];
+    std::copy(src + off * block, src + (off + 1) * block, dst + o * block);
   }
 }
 
