@@ -128,6 +128,11 @@ class QGemmImpl : public Op {
     const int64_t panels = (n_ + kernels::kQuadNR - 1) / kernels::kQuadNR;
     const int64_t rows_per_task = 8 * kernels::kQuadMR, panels_per_task = 4;
     const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task, p_tasks = (panels + panels_per_task - 1) / panels_per_task;
+    const double macs = static_cast<double>(m) * static_cast<double>(n_) * static_cast<double>(4 * kq_);
+    if (macs < 4e5 || m_tasks * p_tasks == 1) {  // small products: threads cost more than they save
+      rc.kernels.igemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      return;
+    }
     rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
       const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
       const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
