@@ -306,6 +306,59 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         click.echo(f"plot written to {plot_file}")
 
 
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="int8 ONNX file to write.")
+@click.option("--calib", "calibration", help="Calibration data: an .npz file, a folder of .npz files, or module:function.")
+@click.option("--calib-random", type=click.IntRange(min=1), metavar="N",
+              help="Calibrate on N random batches (accuracy figures then mean little).")
+@click.option("--eval", "evaluation", help="Held-out data for the accuracy report (default: the last 20% of --calib).")
+@click.option("--method", type=click.Choice(["minmax", "percentile", "entropy"]), default="minmax", show_default=True,
+              help="How activation ranges are calibrated.")
+@click.option("--activations", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True)
+@click.option("--per-tensor", is_flag=True, help="One weight scale per tensor instead of per output channel.")
+@click.option("--exclude", multiple=True, metavar="NODE_OR_OP", help="Keep a node (by name) or every node of an op type in float.")
+@click.option("--dynamic", is_flag=True, help="Weights only (no calibration): dynamic quantization.")
+@click.option("--logits", metavar="OUTPUT", help="Output holding class logits: report top-1 agreement.")
+@click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Shapes for random data with dynamic dims.")
+@click.option("--compare", is_flag=True, help="Also measure the int8 model on ONNX Runtime's CPU EP.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, exclude, dynamic,
+             logits, shapes, compare, as_json, verbose):
+    """Quantize MODEL to int8 QDQ (int8 weights per channel, uint8/int8 activations per tensor) and
+    report its accuracy against the float model on held-out inputs, measured on OptimEP."""
+    from optim.ep_plugin.runner import RunInputError
+    from optim.optimizer import OptimizeError
+    from optim.optimizer.quantization import quantize as do_quantize
+
+    _check_onnx_file(model)
+    try:
+        result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
+                             evaluation=evaluation, method=method, activation_type=activations,
+                             per_channel=not per_tensor, exclude=list(exclude), dynamic=dynamic, logits=logits,
+                             compare_cpu=compare, shapes=_parse_shapes(shapes),
+                             progress=lambda line: click.echo(f"optim: {line}", err=True))
+    except (OptimizeError, RunInputError) as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    for note in result.warnings:
+        click.echo(f"warning: {note}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    p = result.placement
+    how = "dynamic (weights only)" if result.mode == "dynamic" else f"static, {result.method}, {result.activation_type} activations"
+    click.echo(f"quantized ({how}) -> {result.path} in {result.seconds:.1f} s; calibration batches "
+               f"{result.calibration_batches}, held-out batches {result.evaluation_batches}")
+    click.echo(f"on OptimEP: {p['optim_nodes']}/{p['total_nodes']} nodes, {p['integer_units']} integer unit(s)")
+    if result.excluded:
+        click.echo(f"kept in float: {', '.join(result.excluded)}")
+    for row in result.accuracy:
+        click.echo(f"  {row}")
+
+
 def _check_onnx_file(path: str) -> None:
     import onnx
 

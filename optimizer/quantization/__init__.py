@@ -1,0 +1,17 @@
+"""Float ONNX model -> int8 QDQ model, with calibration and an accuracy report measured on OptimEP.
+
+    from optim.optimizer.quantization import quantize
+    result = quantize("model.onnx", "model.int8.onnx", calibration="calib/", method="percentile")
+    for row in result.accuracy: print(row)
+
+The QDQ contract (DESIGN.md): int8 weights, symmetric per output channel; uint8 or int8 activations
+per tensor; int32 biases. onnxruntime.quantization does the calibration and QDQ insertion; this
+package adds the data handling, the checks, and the report. Needs onnx, onnxruntime, numpy.
+"""
+
+from .accuracy import OutputAccuracy, measure_accuracy
+from .calibration import CalibrationError, load_calibration, random_calibration
+from .quantize import QuantizeResult, quantize
+
+__all__ = ["CalibrationError", "OutputAccuracy", "QuantizeResult", "load_calibration", "measure_accuracy",
+           "quantize", "random_calibration"]
