@@ -95,6 +95,7 @@ class QGemmImpl : public Op {
       run_u8s8(rc, m, in[0], out[0]);
       return;
     }
+    if (packed_.empty()) throw Error("the integer GEMM's weights were never packed (prepare() not called)");
     int16_t* a = static_cast<int16_t*>(rc.scratch());
     const int64_t lda = 2 * kp_;
     // x minus its zero point, widened to int16, K padded to even with 0 (which is real 0).
