@@ -144,11 +144,17 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", help="comma-separated batch sizes for every model (default: per model, see DEFAULT_BATCHES)")
     ap.add_argument("--no-minilm", action="store_true", help="leave out MiniLM (the slowest to export and quantize)")
+    ap.add_argument("--models", help="comma-separated zoo names to run (default: all, and MiniLM)")
     ap.add_argument("--json", help="also write all results to this file")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args(argv)
     forced = [int(b) for b in args.batch.split(",")] if args.batch else None
     names = list(ZOO) + ([] if args.no_minilm else ["minilm"])
+    if args.models:
+        unknown = sorted(set(args.models.split(",")) - set(names))
+        if unknown:
+            ap.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(names)}")
+        names = [n for n in names if n in args.models.split(",")]
 
     from optim.exporter import export  # torch only here: running models never needs it
 

@@ -27,6 +27,7 @@ CpuFeatures detect() {
   f.fma = ymm_saved && fma;
   f.avx512f = zmm_saved && (b & (1u << 16));
   f.avx512bw = zmm_saved && (b & (1u << 30));
+  f.avx512vl = zmm_saved && (b & (1u << 31));
   f.avx512vnni = zmm_saved && (c & (1u << 11));
   unsigned a1, b1, c1, d1;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx_vnni = ymm_saved && (a1 & (1u << 4));

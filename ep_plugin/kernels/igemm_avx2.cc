@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "igemm_epilogue.h"
+#include "igemm_store_avx2.h"
 
 namespace optim::kernels {
 namespace {
@@ -37,35 +37,6 @@ inline void tile(int64_t kp, const int16_t* a, int64_t lda, const int16_t* panel
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 16), c0[r]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 16 + 8), c1[r]);
   }
-}
-
-// Eight columns j0..j0+7 of row i, all inside C: the scalar epilogue's operations, vectorized.
-inline void store8(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
-  __m256 real = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)));
-  const __m256 scale = ep.scale_col ? _mm256_loadu_ps(ep.scale_col + j0)
-                                    : _mm256_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
-  real = _mm256_mul_ps(real, scale);
-  if (ep.bias_col) real = _mm256_add_ps(real, _mm256_loadu_ps(ep.bias_col + j0));
-  if (ep.bias_row) real = _mm256_add_ps(real, _mm256_set1_ps(ep.bias_row[i]));
-  if (ep.out == QuantOut::kFloat32) {
-    _mm256_storeu_ps(static_cast<float*>(c) + index, real);
-    return;
-  }
-  __m256 q = _mm256_round_ps(_mm256_mul_ps(real, _mm256_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  q = _mm256_add_ps(q, _mm256_set1_ps(static_cast<float>(ep.out_zero)));
-  // max/min return the second operand when the first is NaN: NaN becomes qmin, as in the scalar code.
-  q = _mm256_max_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmin)));
-  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax)));
-  const __m256i v = _mm256_cvtps_epi32(q);  // exact: q is an integer inside [qmin, qmax]
-  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i v8 = ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
-}
-
-inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const IgemmEpilogue& ep, void* c, int64_t ldc) {
-  int64_t j = 0;
-  for (; j + 8 <= cols; j += 8) store8(acc + j, i, j0 + j, ep, c, i * ldc + j0 + j);
-  for (; j < cols; ++j) igemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
 }
 
 }  // namespace

@@ -13,23 +13,36 @@ namespace optim::kernels {
 
 namespace {
 
-template <int MR>
-inline void tile(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* panel, int32_t* out /* MR x 16 */) {
-  __m512i acc[MR];
+// MR rows by NP adjacent panels (16 columns each): per K quad NP panel loads and MR broadcasts feed
+// MR * NP vpdpbusd, so two panels halve the broadcasts per multiply.
+template <int MR, int NP>
+inline void tile(int64_t kq, const uint8_t* a, int64_t lda, const int8_t* panel, int32_t* out /* MR x NP*16 */) {
+  __m512i acc[MR][NP];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_si512();
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_si512();
+  const int64_t panel_bytes = kq * 4 * kQuadNR;
   for (int64_t q = 0; q < kq; ++q) {
-    const __m512i b = _mm512_loadu_si512(panel + q * 64);
+    __m512i b[NP];
+    for (int p = 0; p < NP; ++p) b[p] = _mm512_loadu_si512(panel + p * panel_bytes + q * 64);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       int32_t quad;
       std::memcpy(&quad, a + r * lda + 4 * q, sizeof(quad));
-      acc[r] = _mm512_dpbusd_epi32(acc[r], _mm512_set1_epi32(quad), b);
+      const __m512i av = _mm512_set1_epi32(quad);
+      for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, b[p]);
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) _mm512_storeu_si512(out + r * 16, acc[r]);
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) _mm512_storeu_si512(out + (r * NP + p) * 16, acc[r][p]);
 }
+
+template <int NP>
+using TileFn = void (*)(int64_t, const uint8_t*, int64_t, const int8_t*, int32_t*);
+template <int NP>
+constexpr TileFn<NP> kTiles[kQuadMR + 1] = {nullptr, tile<1, NP>, tile<2, NP>, tile<3, NP>, tile<4, NP>,
+                                            tile<5, NP>, tile<6, NP>, tile<7, NP>, tile<8, NP>};
 
 // Sixteen columns j0..j0+15 of row i, all inside C.
 inline void store16(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
@@ -66,28 +79,21 @@ inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, 
 void igemm_u8s8_avx512vnni(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
                            int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
                            const IgemmEpilogue& ep) {
-  alignas(64) int32_t acc[kQuadMR * kQuadNR];
-  for (int64_t p = p0; p < p1; ++p) {
+  alignas(64) int32_t acc[kQuadMR * 2 * kQuadNR];
+  for (int64_t p = p0; p < p1;) {
+    const int np = p + 1 < p1 ? 2 : 1;  // two panels at a time while there are two
     const int8_t* panel = b_packed + p * kq * 4 * kQuadNR;
-    const int64_t j0 = p * kQuadNR;
-    const int64_t cols = std::min<int64_t>(kQuadNR, n - j0);
-    int64_t i = m0;
-    for (; i + kQuadMR <= m1; i += kQuadMR) {
-      tile<8>(kq, a + i * lda, lda, panel, acc);
-      for (int r = 0; r < 8; ++r) store_row(acc + r * kQuadNR, comp_col, i + r, j0, cols, ep, c, ldc);
+    for (int64_t i = m0; i < m1; i += kQuadMR) {
+      const int64_t rows = std::min<int64_t>(kQuadMR, m1 - i);
+      (np == 2 ? kTiles<2>[rows] : kTiles<1>[rows])(kq, a + i * lda, lda, panel, acc);
+      for (int h = 0; h < np; ++h) {
+        const int64_t j0 = (p + h) * kQuadNR;
+        const int64_t cols = std::min<int64_t>(kQuadNR, n - j0);
+        for (int64_t r = 0; r < rows; ++r)
+          store_row(acc + (r * np + h) * kQuadNR, comp_col, i + r, j0, cols, ep, c, ldc);
+      }
     }
-    const int64_t rest = m1 - i;
-    switch (rest) {
-      case 7: tile<7>(kq, a + i * lda, lda, panel, acc); break;
-      case 6: tile<6>(kq, a + i * lda, lda, panel, acc); break;
-      case 5: tile<5>(kq, a + i * lda, lda, panel, acc); break;
-      case 4: tile<4>(kq, a + i * lda, lda, panel, acc); break;
-      case 3: tile<3>(kq, a + i * lda, lda, panel, acc); break;
-      case 2: tile<2>(kq, a + i * lda, lda, panel, acc); break;
-      case 1: tile<1>(kq, a + i * lda, lda, panel, acc); break;
-      default: break;
-    }
-    for (int64_t r = 0; r < rest; ++r) store_row(acc + r * kQuadNR, comp_col, i + r, j0, cols, ep, c, ldc);
+    p += np;
   }
 }
 

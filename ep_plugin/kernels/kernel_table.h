@@ -10,7 +10,7 @@
 
 namespace optim::kernels {
 
-// avx512vnni: the AVX2 table plus integer GEMMs on AVX-512 VNNI (vpdpbusd) where the CPU has it.
+// avx512vnni: the AVX2 table plus integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL).
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
 
 const char* isa_name(Isa isa);
@@ -77,6 +77,37 @@ size_t igemm_packed_b_elems(int64_t kp, int64_t n);
 // Packs B given as int16 values (row-major k x n with stride ldb, or, with trans_b, stored n x k).
 void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
 
+// --- Direct int8 convolution (no im2col) --------------------------------------------------------------
+// The input of one image and group is prepared once so that for every kernel tap k the values a run of
+// kIconvSeg consecutive output pixels of one output row read are consecutive: pixel t of segment s
+// reads x[seg_in(s) + tap_off[k] + t]. Segment s covers output row s / segs_per_row, columns
+// (s % segs_per_row) * kIconvSeg onwards (up to out_w), starts at seg_in = row * row_step + column,
+// and lands at C column row * out_w + column. Kernels may read up to kIconvSeg - 1 values past a
+// segment's last pixel (the caller leaves that much slack); those only feed lanes that are discarded.
+// Two forms, both exact integer sums followed by the IgemmEpilogue:
+// - s16 pairs (IconvFn): x is int16 (x minus its zero point, padding 0); A rows hold 2*kg int16 weights
+//   (minus their zero points, K padded to even with 0); tap_off has 2*kg entries.
+// - u8 x s8 quads (IconvU8S8Fn, AVX-512 VNNI): x is uint8 (int8 inputs flipped by xor 0x80), padding
+//   is the zero point; A rows hold 4*kg int8 weights (K padded with 0); tap_off has 4*kg entries and
+//   comp_row[i] = -zero_point(x) * sum of row i's weights is added to each sum.
+// A padding tap of K's last group may point anywhere inside x (its weight is 0).
+constexpr int64_t kIconvSeg = 8;
+constexpr int64_t kIconvMR = 8;
+constexpr int64_t kIconvU8S8MR = 16;
+struct IconvArgs {
+  const void* a = nullptr;
+  int64_t lda = 0, kg = 0;  // A's row stride in elements; K in pairs or quads
+  const void* x = nullptr;
+  const int64_t* tap_off = nullptr;
+  int64_t segs_per_row = 1, out_w = 1, row_step = 0;
+  const int32_t* comp_row = nullptr;
+  void* c = nullptr;
+  int64_t ldc = 0;
+  const IgemmEpilogue* ep = nullptr;
+};
+// Computes C rows [m0, m1) for segments [s0, s1).
+using IconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& args);
+
 // --- int8 GEMM on uint8 x int8 quads (AVX-512 VNNI vpdpbusd: four u8*s8 products summed into int32,
 // no intermediate saturation, so exact) ----------------------------------------------------------------
 // A: rows of uint8 (activations as stored; int8 ones flipped by xor 0x80, i.e. +128), K padded to a
@@ -131,9 +162,11 @@ struct KernelTable {
   QuantizeFn quantize;
   DequantizeFn dequantize;
   QAddFn qadd;
+  IconvFn iconv;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
   IgemmU8S8Fn igemm_u8s8 = nullptr;  // only where the CPU has AVX-512 VNNI
+  IconvFn iconv_u8s8 = nullptr;      // likewise
 };
 
 const KernelTable& kernel_table(Isa isa);
@@ -147,6 +180,9 @@ void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, c
                          const int16_t*, void*, int64_t, const IgemmEpilogue&);
 void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
                             const int16_t*, void*, int64_t, const IgemmEpilogue&);
+void iconv_scalar(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
+void iconv_avx2_8x8(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
+void iconv_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
 void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);

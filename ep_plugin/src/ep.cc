@@ -8,6 +8,7 @@
 #include "graph_reader.h"
 #include "ops/op.h"
 #include "plan.h"
+#include "gelu_fusion.h"
 #include "qdq_fusion.h"
 
 namespace optim {
@@ -198,6 +199,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       fuse_qdq_units(rg.graph, outputs, &unfused);
       fuse_qdq_adds(rg.graph, outputs);
       fold_constant_dequantize(rg.graph, outputs);
+      fuse_gelu(rg.graph, outputs);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);

@@ -5,66 +5,11 @@
 #include <map>
 #include <set>
 
+#include "graph_matcher.h"
 #include "ops/qgemm.h"
 
 namespace optim {
 namespace {
-
-class Matcher {
- public:
-  Matcher(Graph& g, const std::vector<std::string>& outputs) : g_(g), keep_(outputs.begin(), outputs.end()) {
-    for (size_t i = 0; i < g.nodes.size(); ++i) {
-      for (const auto& o : g.nodes[i].outputs)
-        if (!o.empty()) producer_[o] = i;
-      for (const auto& in : g.nodes[i].inputs)
-        if (!in.empty()) ++readers_[in];
-    }
-  }
-
-  // The node producing `value` if it is `op`, else nullptr.
-  const Node* produced_by(const std::string& value, const char* op) const {
-    auto it = producer_.find(value);
-    if (it == producer_.end() || dead_.count(it->second)) return nullptr;
-    const Node& n = g_.nodes[it->second];
-    return n.op == op && (n.domain.empty() || n.domain == "ai.onnx") ? &n : nullptr;
-  }
-  // The one node reading `value`, when exactly one does and the value leaves no partition.
-  const Node* sole_reader(const std::string& value) const {
-    if (keep_.count(value) || readers_.count(value) == 0 || readers_.at(value) != 1) return nullptr;
-    for (size_t i = 0; i < g_.nodes.size(); ++i) {
-      if (dead_.count(i)) continue;
-      const auto& ins = g_.nodes[i].inputs;
-      if (std::find(ins.begin(), ins.end(), value) != ins.end()) return &g_.nodes[i];
-    }
-    return nullptr;
-  }
-  size_t index_of(const Node* n) const { return static_cast<size_t>(n - g_.nodes.data()); }
-  void kill(const Node* n) {
-    dead_.insert(index_of(n));
-    for (const auto& in : n->inputs)
-      if (!in.empty()) --readers_[in];
-  }
-  // Drops a node whose outputs nobody reads any more (a DequantizeLinear left without consumers).
-  void kill_if_unread(const Node* n) {
-    for (const auto& o : n->outputs)
-      if (!o.empty() && (keep_.count(o) || readers_[o] > 0)) return;
-    kill(n);
-  }
-  const std::set<size_t>& dead() const { return dead_; }
-  // Points input `idx` of `n` at `value` instead, keeping the reader counts right.
-  void rewire_input(Node& n, size_t idx, const std::string& value) {
-    --readers_[n.inputs[idx]];
-    n.inputs[idx] = value;
-    ++readers_[value];
-  }
-
- private:
-  Graph& g_;
-  std::set<std::string> keep_;
-  std::map<std::string, size_t> producer_;
-  std::map<std::string, int> readers_;
-  std::set<size_t> dead_;
-};
 
 // Every rewrite here assumes scales are positive and finite: with a negative scale a Relu clamps the
 // other end of the integer range and MaxPool picks the minimum, and zero or NaN scales have no integer
@@ -298,12 +243,8 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
     added.push_back(std::move(q));
   }
   if (added.empty()) return 0;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
   const size_t fused = added.size();
-  for (Node& n : added) kept.push_back(std::move(n));
-  g.nodes = std::move(kept);
+  commit_rewrites(g, m, added);
   return fused;
 }
 
@@ -399,10 +340,8 @@ size_t keep_quantized_through_data_movement(Graph& g, const std::vector<std::str
     ++rewired;
   }
   if (!rewired) return 0;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
+  std::vector<Node> none;
+  commit_rewrites(g, m, none);
   return rewired;
 }
 
@@ -450,12 +389,8 @@ size_t fuse_qdq_adds(Graph& g, const std::vector<std::string>& outputs) {
     added.push_back(std::move(q));
   }
   if (added.empty()) return 0;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!m.dead().count(i)) kept.push_back(std::move(g.nodes[i]));
   const size_t fused = added.size();
-  for (Node& n : added) kept.push_back(std::move(n));
-  g.nodes = std::move(kept);
+  commit_rewrites(g, m, added);
   return fused;
 }
 

@@ -7,6 +7,41 @@
 namespace optim {
 namespace {
 
+// Row reductions with 8 independent partial results, so the compiler vectorizes them and the adds do
+// not wait on one running total (a float sum or max cannot be reordered otherwise).
+constexpr int kLanes = 8;
+
+float row_max(const float* __restrict x, int64_t n) {
+  float part[kLanes];
+  for (int j = 0; j < kLanes; ++j) part[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) part[j] = part[j] > x[i + j] ? part[j] : x[i + j];
+  float m = -INFINITY;
+  for (int j = 0; j < kLanes; ++j) m = std::max(m, part[j]);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// sum of (x[i] - center)^power for power 1 or 2, partial sums in float, combined in double.
+template <int Power>
+double row_sum(const float* __restrict x, int64_t n, float center) {
+  float part[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = x[i + j] - center;
+      part[j] += Power == 2 ? d * d : d;
+    }
+  double s = 0;
+  for (int j = 0; j < kLanes; ++j) s += part[j];
+  for (; i < n; ++i) {
+    const double d = static_cast<double>(x[i]) - center;
+    s += Power == 2 ? d * d : d;
+  }
+  return s;
+}
+
 // BatchNormalization (inference) as y = x * a[c] + b[c], with a and b folded from scale/B/mean/var on
 // each run (C values, negligible next to the pass over x), so the parameters may be computed upstream.
 class BatchNormImpl : public Op {
@@ -90,13 +125,9 @@ class LayerNormImpl : public Op {
       for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * inner;
         float* yr = y + r * inner;
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < inner; ++i) mean += xr[i];
-        mean /= static_cast<double>(inner);
-        for (int64_t i = 0; i < inner; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-        var /= static_cast<double>(inner);
+        const float m = static_cast<float>(row_sum<1>(xr, inner, 0.f) / static_cast<double>(inner));
+        const double var = row_sum<2>(xr, inner, m) / static_cast<double>(inner);
         const float inv = static_cast<float>(1.0 / std::sqrt(var + eps_));
-        const float m = static_cast<float>(mean);
         if (mean_out) mean_out[r] = m;
         if (inv_out) inv_out[r] = inv;
         for (int64_t i = 0; i < inner; ++i) {
@@ -147,16 +178,16 @@ class SoftmaxImpl : public Op {
       const int64_t l0 = static_cast<int64_t>(t) * per, l1 = std::min(lines, l0 + per);
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t base = (l / inner) * len * inner + (l % inner);
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, x[base + i * inner]);
         if (inner == 1) {  // contiguous line: the vector kernels do the subtract, exp and scale
+          const float mx = row_max(x + base, len);
           rc.kernels.binary_vs(kernels::BinaryOp::kSub, x + base, mx, y + base, len);
           rc.kernels.unary(kernels::UnaryOp::kExp, y + base, y + base, len);
-          float sum = 0.f;
-          for (int64_t i = 0; i < len; ++i) sum += y[base + i];
+          const float sum = static_cast<float>(row_sum<1>(y + base, len, 0.f));
           rc.kernels.binary_vs(kernels::BinaryOp::kMul, y + base, 1.f / sum, y + base, len);
           continue;
         }
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < len; ++i) mx = std::max(mx, x[base + i * inner]);
         float sum = 0.f;
         for (int64_t i = 0; i < len; ++i) {
           const float e = std::exp(x[base + i * inner] - mx);

@@ -1,8 +1,13 @@
 // QConv: the integer form of a QDQ convolution unit DequantizeLinear(x) * DequantizeLinear(W)
-// (+ bias) [-> Relu] -> QuantizeLinear, built by qdq_fusion.cc. Per image, group and chunk of output
-// pixels: im2col of (x - x_zero) as int16 pairs straight into the integer GEMM's packed-B panels
-// (padding is then a plain 0, i.e. real 0), times the weights (minus their zero points, packed once as
-// int16 rows), summed exactly in int32 and requantized with per-output-channel scales in the epilogue.
+// (+ bias) [-> Relu] -> QuantizeLinear, built by qdq_fusion.cc. A direct convolution, no im2col: per
+// image and group the input is copied once into int16 (x - x_zero, padding a plain 0, i.e. real 0),
+// padded and, for a column stride s, split into s column phases, so that every kernel tap of 8
+// consecutive output pixels reads 8 consecutive values (kernel_table.h's IconvFn). The weights (minus
+// their zero points, as int16 rows, K padded to even) multiply those taps exactly in int32, and the
+// epilogue requantizes with per-output-channel scales. The copy costs one pass over the input where an
+// im2col costs kernel-size passes. Where the kernel table has AVX-512 VNNI and the weights fit int8
+// after their zero point, the prepared input is uint8 instead and the sums run on vpdpbusd (u8 x s8
+// quads, with the activation zero point compensated per output channel).
 #include <algorithm>
 
 #include "conv_common.h"
@@ -11,9 +16,47 @@
 namespace optim {
 namespace {
 
+using kernels::kIconvSeg;
+
 int32_t int_at(const Tensor& t, int64_t i) {
   return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
 }
+
+// Prepared input buffers per call take at most this much scratch (more images are done in turns).
+constexpr int64_t kPrepBudgetBytes = 8 << 20;
+
+// Where everything lies for one input shape: the prepared input of one (image, group) is cin_g planes
+// [padded row][column phase][column / stride], then slack for the kernel's over-reads.
+struct DirectLayout {
+  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t hp = 1, wp = 1, wq = 1, row_stride = 1, plane = 1, per_image_group = 1;
+  int64_t segs_per_row = 1, segs = 1;
+
+  DirectLayout(const ConvGeometry& cg, const Shape& x) {
+    const WindowGeometry geo = resolve_window(cg.win, std::vector<int64_t>(x.begin() + 2, x.end()));
+    const bool two_d = cg.spatial == 2;
+    const size_t last = cg.spatial - 1;
+    if (two_d) {
+      h = geo.in[0], oh = geo.out[0], kh = cg.win.kernel[0], sh = cg.win.strides[0], dh = cg.win.dilations[0];
+      ph = geo.pad_begin[0];
+    }
+    w = geo.in[last], ow = geo.out[last], kw = cg.win.kernel[last], sw = cg.win.strides[last];
+    dw = cg.win.dilations[last], pw = geo.pad_begin[last];
+    // Only the padded rows and columns some output pixel reads.
+    hp = std::max<int64_t>(1, (oh - 1) * sh + (kh - 1) * dh + 1);
+    wp = std::max<int64_t>(1, (ow - 1) * sw + (kw - 1) * dw + 1);
+    wq = ceil_div(wp, sw);
+    row_stride = sw * wq;
+    plane = hp * row_stride;
+    per_image_group = (cg.cin_g * plane + kIconvSeg + 15) / 16 * 16;  // slack, then 32-byte aligned
+    segs_per_row = (ow + kIconvSeg - 1) / kIconvSeg;
+    segs = oh * segs_per_row;
+  }
+  // Offset of tap (channel c, ky, kx) from a pixel's segment start.
+  int64_t tap(int64_t c, int64_t ky, int64_t kx) const {
+    return c * plane + ky * dh * row_stride + ((kx * dw) % sw) * wq + (kx * dw) / sw;
+  }
+};
 
 class QConvImpl : public Op {
  public:
@@ -37,90 +80,196 @@ class QConvImpl : public Op {
     ep_ = qp.epilogue;
   }
 
+  // The VNNI form when the kernel table has it and every weight minus its zero point fits int8.
+  void prepare(const kernels::KernelTable& kernels) override {
+    u8s8_ = false;
+    if (!kernels.iconv_u8s8) return;
+    const int64_t k = cg_.k_dim();
+    for (int64_t co = 0; co < cg_.cout; ++co)
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int16_t v = a_[static_cast<size_t>(co * 2 * kp_ + kk)];
+        if (v < -128 || v > 127) return;
+      }
+    kq_ = (k + 3) / 4;
+    a8_.assign(static_cast<size_t>(cg_.cout * 4 * kq_), 0);
+    comp_.assign(static_cast<size_t>(cg_.cout), 0);
+    // The uint8 the kernel sees: x itself, or x ^ 0x80 = x + 128 for int8 inputs (so is the zero point).
+    const int32_t zx = x_zero_ + (x_dtype_ == DType::kInt8 ? 128 : 0);
+    for (int64_t co = 0; co < cg_.cout; ++co) {
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const int16_t v = a_[static_cast<size_t>(co * 2 * kp_ + kk)];
+        a8_[static_cast<size_t>(co * 4 * kq_ + kk)] = static_cast<int8_t>(v);
+        sum += v;
+      }
+      comp_[static_cast<size_t>(co)] = -zx * sum;
+    }
+    u8s8_ = true;
+  }
+
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {cg_.output_shape(*in[0])}; }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const ConvChunks ch = chunks(*in[0], infer(in)[0]);
-    // Per slot: the chunk's packed panels, then one panel's rows before interleaving.
-    return static_cast<size_t>(ch.slots * (ch.panels_per_chunk + 1) * panel_elems()) * sizeof(int16_t);
+    const DirectLayout l(cg_, *in[0]);
+    return static_cast<size_t>(taps()) * sizeof(int64_t) +
+           static_cast<size_t>(images_per_turn(l, (*in[0])[0]) * cg_.group * l.per_image_group) * elem_bytes();
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& xs = *in[0].shape;
     const Shape& ys = *out[0].shape;
-    const WindowGeometry geo = resolve_window(cg_.win, std::vector<int64_t>(xs.begin() + 2, xs.end()));
+    const int64_t images = xs[0];
     const int64_t n_out = ConvGeometry::spatial_numel(ys);
-    const int64_t n_in = ConvGeometry::spatial_numel(xs);
-    const int64_t cout_g = cg_.cout / cg_.group;
-    if (xs[0] == 0 || n_out == 0) return;
-    const ConvChunks ch = chunks(xs, ys);
-    constexpr int64_t NR = kernels::kIgemmNR;
-    const int64_t panels_total = (n_out + NR - 1) / NR;
-    int16_t* scratch = static_cast<int16_t*>(rc.scratch());
-    uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element (uint8 or int8)
-    rc.parallel_for(static_cast<size_t>(ch.slots), [&](size_t slot) {
-      int16_t* packed = scratch + static_cast<int64_t>(slot) * (ch.panels_per_chunk + 1) * panel_elems();
-      for (int64_t item = static_cast<int64_t>(slot); item < ch.items; item += ch.slots) {
-        const int64_t chunk = item % ch.chunks, img_g = item / ch.chunks;
-        const int64_t p0 = chunk * ch.panels_per_chunk, p1 = std::min(panels_total, p0 + ch.panels_per_chunk);
-        const int64_t g = img_g % cg_.group;
-        pack(in[0], img_g * cg_.cin_g * n_in, geo, p0, p1, n_out, packed);
-        kernels::IgemmEpilogue ep = ep_;
-        ep.scale_row = scale_.data() + g * cout_g;
-        ep.bias_row = bias_.empty() ? nullptr : bias_.data() + g * cout_g;
-        const int64_t c0 = p0 * NR;
-        rc.kernels.igemm_packed(0, cout_g, 0, p1 - p0, n_out - c0, kp_, a_.data() + g * cout_g * 2 * kp_, 2 * kp_, packed,
-                                y + img_g * cout_g * n_out + c0, n_out, ep);
+    if (images == 0 || n_out == 0) return;
+    const DirectLayout l(cg_, xs);
+    int64_t* tap_off = static_cast<int64_t*>(rc.scratch());
+    uint8_t* prepared = reinterpret_cast<uint8_t*>(tap_off + taps());
+    fill_taps(l, tap_off);
+    const int64_t groups = cg_.group;
+    const int64_t turn = images_per_turn(l, images);
+    // Multiply-adds per (image, group): waking a pool thread costs about as much as a million of them.
+    const int64_t macs = cg_.cout / groups * cg_.k_dim() * n_out;
+    for (int64_t i0 = 0; i0 < images; i0 += turn) {
+      const int64_t igs = (std::min(images, i0 + turn) - i0) * groups;
+      if (igs >= 4) {  // enough (image, group) pairs: each task prepares its input and convolves it
+        rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(macs * igs / kMacsPerTask, 1, igs)), [&](size_t t) {
+          const int64_t tasks = std::clamp<int64_t>(macs * igs / kMacsPerTask, 1, igs);
+          for (int64_t ig = static_cast<int64_t>(t); ig < igs; ig += tasks) {
+            prepare_input(in[0], l, i0, ig, prepared);
+            convolve(l, i0, ig, 0, l.segs, prepared, tap_off, out[0], rc);
+          }
+        });
+        continue;
       }
-    });
-  }
-
- private:
-  // Panel layout (see kernels::IgemmPackedFn): k rows in pairs, each pair NR interleaved (even, odd).
-  int64_t panel_elems() const { return kp_ * 2 * kernels::kIgemmNR; }
-
-  // im2col one panel at a time into plain rows (contiguous, so the conversion vectorizes), then
-  // interleave row pairs into the panel's (even, odd) pair layout. `packed` is followed by room for
-  // one panel of rows.
-  void pack(const TensorRef& x, int64_t offset, const WindowGeometry& geo, int64_t p0, int64_t p1, int64_t n_out,
-            int16_t* packed) const {
-    constexpr int64_t NR = kernels::kIgemmNR;
-    const int32_t zx = x_zero_;
-    const int64_t k = cg_.k_dim();
-    int16_t* rows = packed + (p1 - p0) * panel_elems();
-    auto row_at = [](int64_t kk) { return kk * NR; };
-    for (int64_t p = p0; p < p1; ++p) {
-      if (x_dtype_ == DType::kUint8) {
-        im2col_panels<NR, 1>(x.as<uint8_t>() + offset, cg_, geo, p, p + 1, n_out, rows, panel_elems(), row_at,
-                             [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
-      } else {
-        im2col_panels<NR, 1>(x.as<int8_t>() + offset, cg_, geo, p, p + 1, n_out, rows, panel_elems(), row_at,
-                             [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
-      }
-      if (k & 1) std::fill(rows + k * NR, rows + (k + 1) * NR, int16_t{0});  // the pad row of an odd K
-      int16_t* out = packed + (p - p0) * panel_elems();
-      for (int64_t q = 0; q < kp_; ++q) {
-        const int16_t* r0 = rows + 2 * q * NR;
-        const int16_t* r1 = r0 + NR;
-        int16_t* o = out + q * 2 * NR;
-        for (int64_t j = 0; j < NR; ++j) {
-          o[2 * j] = r0[j];
-          o[2 * j + 1] = r1[j];
-        }
-      }
+      for (int64_t ig = 0; ig < igs; ++ig) prepare_input(in[0], l, i0, ig, prepared);
+      const int64_t chunks = std::clamp<int64_t>(macs / kMacsPerTask, 1, l.segs);
+      const int64_t per = (l.segs + chunks - 1) / chunks;
+      rc.parallel_for(static_cast<size_t>(igs * chunks), [&](size_t t) {
+        const int64_t ig = static_cast<int64_t>(t) / chunks, s0 = static_cast<int64_t>(t) % chunks * per;
+        convolve(l, i0, ig, s0, std::min(l.segs, s0 + per), prepared, tap_off, out[0], rc);
+      });
     }
   }
 
-  ConvChunks chunks(const Shape& x, const Shape& y) const {
-    return ConvChunks(x[0] * cg_.group, ConvGeometry::spatial_numel(y), kernels::kIgemmNR,
-                      panel_elems() * static_cast<int64_t>(sizeof(int16_t)));
+ private:
+  static constexpr int64_t kMacsPerTask = 1 << 20;
+
+  // The prepared input of (image i0 + ig / group, group ig % group), all its channels.
+  void prepare_input(const TensorRef& x, const DirectLayout& l, int64_t i0, int64_t ig, uint8_t* prepared) const {
+    const int64_t img = i0 + ig / cg_.group, g = ig % cg_.group;
+    const int64_t n_in = shape_numel(*x.shape) / std::max<int64_t>((*x.shape)[0] * (*x.shape)[1], 1);
+    uint8_t* base = prepared + ig * l.per_image_group * elem_bytes();
+    const int32_t zx = x_zero_;
+    for (int64_t c = 0; c < cg_.cin_g; ++c) {
+      uint8_t* dst = base + c * l.plane * elem_bytes();
+      const int64_t src = ((img * cg_.group + g) * cg_.cin_g + c) * n_in;
+      if (u8s8_) {
+        if (x_dtype_ == DType::kUint8) prepare_plane(l, x.as<uint8_t>() + src, dst, static_cast<uint8_t>(zx), [](uint8_t v) { return v; });
+        else prepare_plane(l, x.as<int8_t>() + src, dst, static_cast<uint8_t>(zx + 128),
+                           [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
+      } else {
+        int16_t* d16 = reinterpret_cast<int16_t*>(dst);
+        if (x_dtype_ == DType::kUint8) prepare_plane(l, x.as<uint8_t>() + src, d16, int16_t{0},
+                                                    [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
+        else prepare_plane(l, x.as<int8_t>() + src, d16, int16_t{0}, [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
+      }
+    }
+    // The slack after the last plane: read by the kernel, never used.
+    std::fill(base + cg_.cin_g * l.plane * elem_bytes(), base + l.per_image_group * elem_bytes(), uint8_t{0});
+  }
+
+  // Output segments [s0, s1) of (image i0 + ig / group, group ig % group), every output channel of the group.
+  void convolve(const DirectLayout& l, int64_t i0, int64_t ig, int64_t s0, int64_t s1, const uint8_t* prepared,
+                const int64_t* tap_off, const TensorOut& y, const RunContext& rc) const {
+    const int64_t img = i0 + ig / cg_.group, g = ig % cg_.group;
+    const int64_t cout_g = cg_.cout / cg_.group;
+    const int64_t n_out = l.oh * l.ow;
+    kernels::IgemmEpilogue ep = ep_;
+    ep.scale_row = scale_.data() + g * cout_g;
+    ep.bias_row = bias_.empty() ? nullptr : bias_.data() + g * cout_g;
+    kernels::IconvArgs args;
+    if (u8s8_) {
+      args.a = a8_.data() + g * cout_g * 4 * kq_;
+      args.lda = 4 * kq_;
+      args.kg = kq_;
+      args.comp_row = comp_.data() + g * cout_g;
+    } else {
+      args.a = a_.data() + g * cout_g * 2 * kp_;
+      args.lda = 2 * kp_;
+      args.kg = kp_;
+    }
+    args.x = prepared + ig * l.per_image_group * elem_bytes();
+    args.tap_off = tap_off;
+    args.segs_per_row = l.segs_per_row;
+    args.out_w = l.ow;
+    args.row_step = l.sh * l.row_stride;
+    args.c = static_cast<uint8_t*>(y.data) + (img * cg_.cout + g * cout_g) * n_out;  // one byte per element
+    args.ldc = n_out;
+    args.ep = &ep;
+    (u8s8_ ? rc.kernels.iconv_u8s8 : rc.kernels.iconv)(0, cout_g, s0, s1, args);
+  }
+
+  int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
+  // Tap offsets: K padded to the kernel's group of 2 (pairs) or 4 (quads).
+  int64_t taps() const { return u8s8_ ? 4 * kq_ : 2 * kp_; }
+
+  int64_t images_per_turn(const DirectLayout& l, int64_t images) const {
+    const int64_t per_image = cg_.group * l.per_image_group * elem_bytes();
+    return std::clamp<int64_t>(kPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(images, 1));
+  }
+
+  void fill_taps(const DirectLayout& l, int64_t* tap_off) const {
+    int64_t k = 0;
+    for (int64_t c = 0; c < cg_.cin_g; ++c)
+      for (int64_t ky = 0; ky < l.kh; ++ky)
+        for (int64_t kx = 0; kx < l.kw; ++kx) tap_off[k++] = l.tap(c, ky, kx);
+    std::fill(tap_off + k, tap_off + taps(), int64_t{0});  // K's padding: the weights there are 0
+  }
+
+  // One channel: padded rows; per row, column phase f holds padded columns f, f + s, f + 2s, ...
+  // convert(x) is the stored value of an input; padding stores `pad` (the kernel's real 0).
+  template <typename T, typename Out, typename Convert>
+  static void prepare_plane(const DirectLayout& layout, const T* __restrict x, Out* __restrict dst, Out pad, Convert convert) {
+    // Locals, not layout's fields: byte stores could alias them and would force a reload per element.
+    const int64_t hp = layout.hp, h = layout.h, w = layout.w, ph = layout.ph, pw = layout.pw, wq = layout.wq;
+    const int64_t sw = layout.sw, row_stride = layout.row_stride;
+    const int64_t end_col = std::min(layout.wp, pw + w);  // padded columns from here on are not read
+    for (int64_t r = 0; r < hp; ++r) {
+      Out* __restrict row = dst + r * row_stride;
+      const int64_t iy = r - ph;
+      if (iy < 0 || iy >= h) {
+        std::fill(row, row + row_stride, pad);
+        continue;
+      }
+      const T* __restrict xr = x + iy * w;
+      for (int64_t f = 0; f < sw; ++f) {
+        Out* __restrict o = row + f * wq;
+        // Slots j hold padded column j*s + f, i.e. input column j*s + f - pw: valid for j in [lo, hi).
+        const int64_t lo = std::min(wq, ceil_div(std::max<int64_t>(0, pw - f), sw));
+        const int64_t hi = std::clamp<int64_t>(ceil_div(std::max<int64_t>(0, end_col - f), sw), lo, wq);
+        std::fill(o, o + lo, pad);
+        const T* __restrict xs = xr + lo * sw + f - pw;
+        const int64_t n = hi - lo;
+        if (sw == 1) {
+          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[j]);
+        } else if (sw == 2) {
+          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[2 * j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[j * sw]);
+        }
+        std::fill(o + hi, o + wq, pad);
+      }
+    }
   }
 
   ConvGeometry cg_;
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
-  int64_t kp_ = 0;
-  std::vector<int16_t> a_;
+  int64_t kp_ = 0, kq_ = 0;
+  std::vector<int16_t> a_;   // s16 pairs form
+  bool u8s8_ = false;        // the VNNI form, chosen by prepare()
+  std::vector<int8_t> a8_;
+  std::vector<int32_t> comp_;
   std::vector<float> scale_, bias_;
   kernels::IgemmEpilogue ep_;
 };

@@ -1,0 +1,77 @@
+#include "gelu_fusion.h"
+
+#include <cmath>
+
+#include "graph_matcher.h"
+
+namespace optim {
+namespace {
+
+bool is_op(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
+
+// The float32 scalar constant among a binary node's inputs, and the other input.
+bool scalar_operand(const Graph& g, const Node& n, float* value, std::string* other) {
+  if (n.inputs.size() != 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    const Tensor* t = g.constant(n.inputs[i]);
+    if (t && t->dtype == DType::kFloat32 && t->numel() == 1) {
+      *value = t->data<float>()[0];
+      *other = n.inputs[1 - i];
+      return true;
+    }
+  }
+  return false;
+}
+
+bool near(float v, double want) { return std::fabs(v - want) <= 1e-6 * std::fabs(want); }
+
+}  // namespace
+
+size_t fuse_gelu(Graph& g, const std::vector<std::string>& outputs) {
+  Matcher m(g, outputs);
+  std::vector<Node> added;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& erf = g.nodes[i];
+    if (m.dead().count(i) || !is_op(&erf, "Erf")) continue;
+    // x / sqrt(2) or x * (1 / sqrt(2)), read by the Erf alone.
+    const Node* scale = m.produced_by(erf.inputs[0], "Div");
+    float c = 0.f;
+    std::string x;
+    if (scale && !(scale->inputs.size() == 2 && g.constant(scale->inputs[1]) && scalar_operand(g, *scale, &c, &x) &&
+                   x == scale->inputs[0] && near(c, std::sqrt(2.0))))
+      continue;
+    if (!scale) {
+      scale = m.produced_by(erf.inputs[0], "Mul");
+      if (!scale || !scalar_operand(g, *scale, &c, &x) || !near(c, std::sqrt(0.5))) continue;
+    }
+    if (m.sole_reader(scale->outputs[0]) != &erf) continue;
+    const Node* add = m.sole_reader(erf.outputs[0]);
+    std::string other;
+    if (!is_op(add, "Add") || !scalar_operand(g, *add, &c, &other) || c != 1.f) continue;
+    // Then * 0.5 and * x, in either order.
+    const Node* m1 = m.sole_reader(add->outputs[0]);
+    if (!is_op(m1, "Mul") || m1->inputs.size() != 2) continue;
+    const Node* m2 = m.sole_reader(m1->outputs[0]);
+    if (!is_op(m2, "Mul") || m2->inputs.size() != 2) continue;
+    const bool half_first = scalar_operand(g, *m1, &c, &other) && c == 0.5f;
+    const Node* by_half = half_first ? m1 : m2;
+    const Node* by_x = half_first ? m2 : m1;
+    if (!scalar_operand(g, *by_half, &c, &other) || c != 0.5f) continue;
+    const std::string& prev = by_x == m1 ? add->outputs[0] : m1->outputs[0];
+    const bool x_times = (by_x->inputs[0] == x && by_x->inputs[1] == prev) || (by_x->inputs[1] == x && by_x->inputs[0] == prev);
+    if (!x_times) continue;
+    Node gelu;
+    gelu.name = erf.name;
+    gelu.op = "Gelu";
+    gelu.since_version = 20;
+    gelu.inputs = {x};
+    gelu.outputs = {m2->outputs[0]};
+    for (const Node* n : {scale, &erf, add, m1, m2}) m.kill(n);
+    added.push_back(std::move(gelu));
+  }
+  const size_t fused = added.size();
+  if (fused) commit_rewrites(g, m, added);
+  return fused;
+}
+
+}  // namespace optim
