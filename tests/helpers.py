@@ -22,7 +22,7 @@ ISAS = ["scalar", "avx2"] + (["avx512vnni"] if kernels_supported("avx512vnni") e
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
 _NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,
-               np.int32: TensorProto.INT32}
+               np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
 
 
 def tensor_info(name: str, dtype, shape) -> onnx.ValueInfoProto:

@@ -17,7 +17,7 @@ from optim.models import ZOO, example_inputs
 ZOO_ATOL = 1e-4
 ZOO_RTOL = 1e-4
 FULLY_CLAIMED = {"mlp", "cnn"}
-TRANSFORMER_FALLBACK_OPS = {"Shape", "Gather", "Concat"}
+TRANSFORMER_FALLBACK_OPS = {"Shape", "Concat"}
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,18 @@ Partition partition_graph(const Graph& g, size_t min_group_nodes) {
 
   std::vector<std::string> reason(n_nodes);
   for (size_t i = 0; i < n_nodes; ++i) reason[i] = why_unsupported(g.nodes[i], g);
+  // A plan computes its shapes before it runs: a value that decides a claimed node's output shape must
+  // come from outside the partition (a graph input, a constant, or the CPU EP), never from a step of it.
+  for (size_t i = 0; i < n_nodes; ++i) {
+    if (!reason[i].empty()) continue;
+    for (size_t idx : shape_value_inputs(g.nodes[i])) {
+      if (!g.nodes[i].has_input(idx)) continue;
+      auto it = producer.find(g.nodes[i].inputs[idx]);
+      if (it == producer.end() || !reason[it->second].empty()) continue;
+      reason[it->second] = "its output '" + g.nodes[i].inputs[idx] + "' decides the shape of " + g.nodes[i].label() +
+                           ", so it is computed before OptimEP's plan runs (by the CPU EP)";
+    }
+  }
 
   std::vector<int> parent;  // union-find over group ids
   auto find = [&](int c) {

@@ -88,6 +88,11 @@ def _open(case, isa):
         pytest.skip(f"ONNX Runtime cannot load this case: {str(e).splitlines()[0][:200]}")
 
 
+def _array(v) -> np.ndarray:
+    """Case data: numpy arrays, numpy scalars, or (e.g. the Cast cases) TensorProtos."""
+    return onnx.numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
+
+
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_conformance_case(name, isa):
@@ -95,10 +100,10 @@ def test_conformance_case(name, isa):
     sess = _open(case, isa)
     input_names = [i.name for i in sess.get_inputs()]
     for inputs, expected in case.data_sets:
-        feeds = {k: np.asarray(v) for k, v in zip(input_names, inputs)}  # some cases feed numpy scalars
+        feeds = {k: _array(v) for k, v in zip(input_names, inputs)}
         got = sess.run(None, feeds)
         for g, e in zip(got, expected):
-            e = np.asarray(e)
+            e = _array(e)
             assert g.shape == e.shape, f"{name}: shape {g.shape} != expected {e.shape}"
             np.testing.assert_allclose(g, e, rtol=case.rtol, atol=case.atol, err_msg=name)
 

@@ -91,6 +91,9 @@ struct OpDef {
   // "" when the node can run on OptimEP, else the reason it is refused (shown in the placement report).
   std::string (*check)(const Node& node, const Graph& graph);
   std::unique_ptr<Op> (*create)(const Node& node, const Graph& graph);
+  // Inputs whose int64 values decide the output shape (Op::shape_value_inputs() of the op it creates),
+  // known at claim time so the partitioner keeps their producers out of the partition.
+  std::vector<size_t> (*shape_inputs)(const Node& node) = nullptr;
 };
 
 // Every op OptimEP implements. One entry per op type; ops/*.cc each contribute theirs.
@@ -98,6 +101,9 @@ const std::vector<OpDef>& op_registry();
 
 // The reason a node is refused, or "" when OptimEP runs it.
 std::string why_unsupported(const Node& node, const Graph& graph);
+
+// The inputs of a supported node that the plan reads as shape values (see OpDef::shape_inputs).
+std::vector<size_t> shape_value_inputs(const Node& node);
 
 // Builds the op for a supported node (throws Error if it is not supported after all).
 std::unique_ptr<Op> create_op(const Node& node, const Graph& graph);
@@ -107,6 +113,9 @@ std::unique_ptr<Op> create_op(const Node& node, const Graph& graph);
 std::string require_float(const Graph& g, const Node& n, size_t input_index);
 // The first require_float refusal among all present inputs, or "".
 std::string require_float_inputs(const Graph& g, const Node& n);
+// "" when input `input_index` is absent or a tensor of fixed-size elements (data movement is
+// type-blind), else the reason.
+std::string require_fixed_size(const Graph& g, const Node& n, size_t input_index);
 // Normalizes a possibly negative axis against a rank; throws Error when out of range.
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* what);
 // Multi-directional (numpy) broadcast of two shapes; throws Error naming both when incompatible.

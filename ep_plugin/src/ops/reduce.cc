@@ -1,4 +1,4 @@
-// ReduceMean / ReduceSum / ReduceMax / ReduceMin on float32 over any set of axes (attribute in early
+// ReduceMean / ReduceSum / ReduceMax / ReduceMin / ReduceL1 / ReduceL2 / ReduceSumSquare on float32 over any set of axes (attribute in early
 // opsets, a run-time int64 input in later ones), keepdims and noop_with_empty_axes as ONNX defines.
 #include <algorithm>
 #include <cmath>
@@ -9,10 +9,16 @@
 namespace optim {
 namespace {
 
-enum class ReduceKind { kMean, kSum, kMax, kMin };
+enum class ReduceKind { kMean, kSum, kMax, kMin, kL1, kL2, kSumSquare };
 
 // The opset from which each reduction takes its axes as input 1 instead of an attribute.
 int axes_input_since(const std::string& op) { return op == "ReduceSum" ? 13 : 18; }
+
+// Input 1 (the axes, where they are an input) decides the output shape.
+std::vector<size_t> axes_input(const Node& n) {
+  if (n.since_version >= axes_input_since(n.op)) return {1};
+  return {};
+}
 
 class ReduceImpl : public Op {
  public:
@@ -110,6 +116,16 @@ class ReduceImpl : public Op {
         if (kind_ == ReduceKind::kSum) return static_cast<float>(s);
         return offsets.empty() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(s / static_cast<double>(offsets.size()));
       }
+      case ReduceKind::kL1:
+      case ReduceKind::kL2:
+      case ReduceKind::kSumSquare: {
+        double s = 0;
+        for (int64_t off : offsets) {
+          const double v = x[off];
+          s += kind_ == ReduceKind::kL1 ? std::fabs(v) : v * v;
+        }
+        return static_cast<float>(kind_ == ReduceKind::kL2 ? std::sqrt(s) : s);
+      }
       case ReduceKind::kMax: {
         float m = -std::numeric_limits<float>::infinity();
         for (int64_t off : offsets) m = (x[off] > m || std::isnan(x[off])) ? x[off] : m;
@@ -133,6 +149,9 @@ ReduceKind reduce_kind(const std::string& op) {
   if (op == "ReduceMean") return ReduceKind::kMean;
   if (op == "ReduceSum") return ReduceKind::kSum;
   if (op == "ReduceMax") return ReduceKind::kMax;
+  if (op == "ReduceL1") return ReduceKind::kL1;
+  if (op == "ReduceL2") return ReduceKind::kL2;
+  if (op == "ReduceSumSquare") return ReduceKind::kSumSquare;
   return ReduceKind::kMin;
 }
 
@@ -155,10 +174,13 @@ std::unique_ptr<Op> create_reduce(const Node& n, const Graph&) {
 
 std::vector<OpDef> reduce_op_defs() {
   return {
-      {"ReduceMean", 1, 18, check_reduce, create_reduce},
-      {"ReduceSum", 1, 13, check_reduce, create_reduce},
-      {"ReduceMax", 1, 20, check_reduce, create_reduce},  // 20 only adds bool
-      {"ReduceMin", 1, 20, check_reduce, create_reduce},
+      {"ReduceMean", 1, 18, check_reduce, create_reduce, axes_input},
+      {"ReduceSum", 1, 13, check_reduce, create_reduce, axes_input},
+      {"ReduceMax", 1, 20, check_reduce, create_reduce, axes_input},  // 20 only adds bool
+      {"ReduceMin", 1, 20, check_reduce, create_reduce, axes_input},
+      {"ReduceL1", 1, 18, check_reduce, create_reduce, axes_input},
+      {"ReduceL2", 1, 18, check_reduce, create_reduce, axes_input},
+      {"ReduceSumSquare", 1, 18, check_reduce, create_reduce, axes_input},
   };
 }
 

@@ -6,8 +6,11 @@
 
 namespace optim {
 
+std::vector<OpDef> cast_op_defs();
 std::vector<OpDef> conv_op_defs();
 std::vector<OpDef> elementwise_op_defs();
+std::vector<OpDef> indexing_op_defs();
+std::vector<OpDef> logical_op_defs();
 std::vector<OpDef> matmul_op_defs();
 std::vector<OpDef> normalization_op_defs();
 std::vector<OpDef> pool_op_defs();
@@ -19,8 +22,8 @@ std::vector<OpDef> internal_op_defs();  // ops OptimEP builds itself (qgemm.cc)
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
-    for (auto part : {conv_op_defs, elementwise_op_defs, matmul_op_defs, normalization_op_defs, pool_op_defs,
-                      quantize_op_defs, reduce_op_defs, shape_op_defs}) {
+    for (auto part : {cast_op_defs, conv_op_defs, elementwise_op_defs, indexing_op_defs, logical_op_defs, matmul_op_defs,
+                      normalization_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, shape_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
     return v;
@@ -53,6 +56,11 @@ std::string why_unsupported(const Node& node, const Graph& graph) {
   }
 }
 
+std::vector<size_t> shape_value_inputs(const Node& node) {
+  const OpDef* def = node.domain.empty() || node.domain == "ai.onnx" ? find_def(node) : nullptr;
+  return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
+}
+
 std::unique_ptr<Op> create_op(const Node& node, const Graph& graph) {
   if (node.domain == kInternalDomain) {
     static const std::vector<OpDef> internal = internal_op_defs();
@@ -79,6 +87,14 @@ std::string require_float_inputs(const Graph& g, const Node& n) {
     if (!r.empty()) return r;
   }
   return "";
+}
+
+std::string require_fixed_size(const Graph& g, const Node& n, size_t input_index) {
+  if (!n.has_input(input_index)) return "";
+  const ValueInfo* v = g.value(n.inputs[input_index]);
+  if (!v || (dtype_size(v->dtype) > 0 && v->dtype != DType::kString)) return "";
+  return std::string("input '") + n.inputs[input_index] + "' is " + dtype_name(v->dtype) + " (OptimEP's " + n.op +
+         " moves fixed-size elements)";
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) {

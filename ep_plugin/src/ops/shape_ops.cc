@@ -1,4 +1,5 @@
-// Data-movement ops on float32: Reshape, Flatten, Identity, Squeeze, Unsqueeze (copies), Transpose.
+// Data-movement ops: Reshape, Flatten, Identity, Squeeze, Unsqueeze (copies of any fixed-size element
+// type), Transpose (float32).
 #include <algorithm>
 #include <cstring>
 
@@ -129,12 +130,14 @@ std::string require_int64(const Graph& g, const Node& n, size_t index, const cha
   return n.op + " " + what + " '" + n.inputs[index] + "' is " + dtype_name(v->dtype) + ", not int64";
 }
 
-// Data movement is type-blind, but int64 tensors are refused: they are shape values, and a shape value
-// computed inside a partition would decide another op's output shape mid-run.
-std::string check_moved_data(const Node& n, const Graph& g) {
-  const ValueInfo* v = g.value(n.inputs[0]);
-  if (v && (v->dtype == DType::kUint8 || v->dtype == DType::kInt8)) return "";
-  return require_float(g, n, 0);
+// Data movement is type-blind: any fixed-size element type. (An int64 output that another op reads
+// as a shape is kept out of the partition by the partitioner, see OpDef::shape_inputs.)
+std::string check_moved_data(const Node& n, const Graph& g) { return require_fixed_size(g, n, 0); }
+
+// Input 1 is a shape value: Reshape's target, Squeeze/Unsqueeze axes from opset 13.
+std::vector<size_t> second_input_is_shape(const Node& n) {
+  if ((n.op == "Squeeze" || n.op == "Unsqueeze") && n.since_version < 13) return {};
+  return {1};
 }
 
 std::string check_data_input(const Node& n, const Graph& g) { return require_float(g, n, 0); }
@@ -231,11 +234,11 @@ std::unique_ptr<Op> create_transpose(const Node& n, const Graph&) {
 std::vector<OpDef> shape_op_defs() {
   return {
       // Versions after 13 only add element types; the float32 semantics are unchanged.
-      {"Reshape", 5, 25, check_reshape, create_reshape},
+      {"Reshape", 5, 25, check_reshape, create_reshape, second_input_is_shape},
       {"Flatten", 1, 25, check_moved_data, create_flatten},
       {"Identity", 1, 25, check_moved_data, create_identity},
-      {"Squeeze", 1, 25, check_squeeze, create_squeeze},
-      {"Unsqueeze", 1, 25, check_squeeze, create_unsqueeze},
+      {"Squeeze", 1, 25, check_squeeze, create_squeeze, second_input_is_shape},
+      {"Unsqueeze", 1, 25, check_squeeze, create_unsqueeze, second_input_is_shape},
       {"Transpose", 1, 25, check_data_input, create_transpose},
   };
 }

@@ -1,0 +1,93 @@
+// Gather (embedding lookups and index picks) and Expand, on any fixed-size element type.
+#include <cstring>
+
+#include "broadcast.h"
+
+namespace optim {
+namespace {
+
+class GatherImpl : public Op {
+ public:
+  explicit GatherImpl(int64_t axis) : axis_(axis) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& d = *in[0];
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(d.size()), "Gather axis"));
+    Shape out(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.insert(out.end(), in[1]->begin(), in[1]->end());
+    out.insert(out.end(), d.begin() + static_cast<std::ptrdiff_t>(axis) + 1, d.end());
+    return {out};
+  }
+  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& d = *in[0].shape;
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(d.size()), "Gather axis"));
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= d[i];
+    for (size_t i = axis + 1; i < d.size(); ++i) inner *= d[i];
+    const int64_t dim = d[axis], n_idx = in[1].numel();
+    const size_t block = static_cast<size_t>(inner) * dtype_size(in[0].dtype);
+    const auto* src = static_cast<const uint8_t*>(in[0].data);
+    auto* dst = static_cast<uint8_t*>(out[0].data);
+    for (int64_t j = 0; j < n_idx; ++j) {
+      int64_t k = in[1].dtype == DType::kInt32 ? in[1].as<int32_t>()[j] : in[1].as<int64_t>()[j];
+      if (k < -dim || k >= dim)
+        throw Error("index " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) + " of size " + std::to_string(dim));
+      if (k < 0) k += dim;
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + static_cast<size_t>(o * n_idx + j) * block, src + static_cast<size_t>(o * dim + k) * block, block);
+    }
+  }
+
+ private:
+  int64_t axis_;
+};
+
+// Expand(input, shape): input broadcast to broadcast(input.shape, shape).
+class ExpandImpl : public Op {
+ public:
+  std::vector<size_t> shape_value_inputs() const override { return {1}; }
+  std::vector<Shape> infer(const std::vector<const Shape*>&) const override {
+    throw Error("Expand needs the values of its shape input");
+  }
+  std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const override {
+    if (values.size() < 2 || !values[1]) throw Error("the values of Expand's shape input are not available");
+    const Shape target(values[1]->begin(), values[1]->end());
+    for (int64_t v : target)
+      if (v < 0) throw Error("Expand shape " + shape_str(target) + " has a negative dimension");
+    return {broadcast_shapes(*in[0], target)};
+  }
+  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const size_t size = dtype_size(in[0].dtype);
+    for_each_broadcast<1>(*out[0].shape, {in[0].shape}, [&](int64_t o, const std::array<int64_t, 1>& at) {
+      copy_element(in[0].data, at[0], out[0].data, o, size);
+    });
+  }
+};
+
+std::string check_gather(const Node& n, const Graph& g) {
+  const ValueInfo* idx = g.value(n.inputs[1]);
+  if (idx && idx->dtype != DType::kInt64 && idx->dtype != DType::kInt32)
+    return "indices '" + n.inputs[1] + "' are " + dtype_name(idx->dtype) + ", not int64 or int32";
+  return require_fixed_size(g, n, 0);
+}
+
+std::string check_expand(const Node& n, const Graph& g) {
+  const ValueInfo* s = g.value(n.inputs[1]);
+  if (s && s->dtype != DType::kInt64) return "Expand shape '" + n.inputs[1] + "' is not int64";
+  return require_fixed_size(g, n, 0);
+}
+
+std::vector<size_t> expand_shape_input(const Node&) { return {1}; }
+
+std::unique_ptr<Op> create_gather(const Node& n, const Graph&) { return std::make_unique<GatherImpl>(n.attr_i("axis", 0)); }
+std::unique_ptr<Op> create_expand(const Node&, const Graph&) { return std::make_unique<ExpandImpl>(); }
+
+}  // namespace
+
+std::vector<OpDef> indexing_op_defs() {
+  return {
+      {"Gather", 1, 13, check_gather, create_gather},
+      {"Expand", 8, 13, check_expand, create_expand, expand_shape_input},
+  };
+}
+
+}  // namespace optim
