@@ -12,8 +12,9 @@ from optim.ep_plugin import EP_NAME
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
-# Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs).
-ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni"]
+# Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs and
+# convolution, amx the int8 GEMM on AMX tiles).
+ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni", "amx"]
 
 log = logging.getLogger("optim")
 

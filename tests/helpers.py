@@ -17,8 +17,9 @@ ort.set_default_logger_severity(4)
 # from ORT's in the last bits; element-wise data movement and max/relu must be exact.
 FLOAT_ATOL = 1e-4
 FLOAT_RTOL = 1e-4
-# Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-512 VNNI where present.
-ISAS = ["scalar", "avx2"] + (["avx512vnni"] if kernels_supported("avx512vnni") else [])
+# Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-512 VNNI and AMX
+# where present.
+ISAS = ["scalar", "avx2"] + [isa for isa in ("avx512vnni", "amx") if kernels_supported(isa)]
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
 _NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,

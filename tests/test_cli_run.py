@@ -76,7 +76,7 @@ def test_doctor_reports_the_loaded_ep_and_the_kernels_it_chose():
     report = json.loads(r.output)
     assert report["ok"] and report["registered"]
     assert report["api_version"] == 23
-    assert report["isa"] in ("scalar", "avx2", "avx512vnni")
+    assert report["isa"] in ("scalar", "avx2", "avx512vnni", "amx")
     assert any(report["isa"] in k for k in report["kernels"]), report["kernels"]
     assert os.path.exists(report["library"])
     assert {"Conv", "Gemm", "MatMul", "Relu", "MaxPool", "Reshape"} <= set(report["ops"])

@@ -1,6 +1,9 @@
 #include "cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdint>
 
 namespace optim::kernels {
@@ -29,6 +32,8 @@ CpuFeatures detect() {
   f.avx512bw = zmm_saved && (b & (1u << 30));
   f.avx512vl = zmm_saved && (b & (1u << 31));
   f.avx512vnni = zmm_saved && (c & (1u << 11));
+  const bool tiles_saved = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+  f.amx_int8 = tiles_saved && (d & (1u << 24)) && (d & (1u << 25));
   unsigned a1, b1, c1, d1;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx_vnni = ymm_saved && (a1 & (1u << 4));
   return f;
@@ -39,6 +44,23 @@ CpuFeatures detect() {
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
   return f;
+}
+
+}  // namespace optim::kernels
+
+namespace optim::kernels {
+
+bool amx_usable() {
+  static const bool usable = [] {
+    if (!cpu_features().amx_int8) return false;
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
 }
 
 }  // namespace optim::kernels

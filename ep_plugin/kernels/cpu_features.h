@@ -11,9 +11,14 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512vnni = false;
   bool avx_vnni = false;
+  bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the tile state enabled by the OS (XCR0)
 };
 
 // Detected once; includes the OS check (XGETBV) that the wide registers are saved on context switch.
 const CpuFeatures& cpu_features();
+
+// AMX also needs the process's permission to use the tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM),
+// asked for once here. True when the CPU has AMX-INT8 and the permission was granted.
+bool amx_usable();
 
 }  // namespace optim::kernels

@@ -33,8 +33,8 @@ size_t igemm_u8s8_packed_b_bytes(int64_t kq, int64_t n) {
   return static_cast<size_t>((n + kQuadNR - 1) / kQuadNR * kq * 4 * kQuadNR);
 }
 
-void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int8_t* dst) {
-  const int64_t kq = (k + 3) / 4, panels = (n + kQuadNR - 1) / kQuadNR;
+void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst) {
+  const int64_t panels = (n + kQuadNR - 1) / kQuadNR;
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t q = 0; q < kq; ++q)
       for (int64_t j = 0; j < kQuadNR; ++j)

@@ -6,6 +6,7 @@ namespace optim::kernels {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
+    case Isa::kAmx: return "amx";
     case Isa::kAvx512Vnni: return "avx512vnni";
     case Isa::kAvx2: return "avx2";
     default: return "scalar";
@@ -15,11 +16,13 @@ const char* isa_name(Isa isa) {
 bool isa_supported(Isa isa) {
   if (isa == Isa::kScalar) return true;
   const CpuFeatures& f = cpu_features();
+  if (isa == Isa::kAmx) return isa_supported(Isa::kAvx512Vnni) && amx_usable();
   if (isa == Isa::kAvx512Vnni) return f.avx2 && f.fma && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
   return f.avx2 && f.fma;
 }
 
 Isa best_isa() {
+  if (isa_supported(Isa::kAmx)) return Isa::kAmx;
   if (isa_supported(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
 }
@@ -29,6 +32,7 @@ bool parse_isa(const std::string& text, Isa* out) {
   if (text == "scalar") { *out = Isa::kScalar; return true; }
   if (text == "avx2") { *out = Isa::kAvx2; return true; }
   if (text == "avx512vnni") { *out = Isa::kAvx512Vnni; return true; }
+  if (text == "amx") { *out = Isa::kAmx; return true; }
   return false;
 }
 
@@ -47,11 +51,22 @@ const KernelTable& kernel_table(Isa isa) {
     KernelTable t = avx2;
     t.isa = Isa::kAvx512Vnni;
     t.igemm_u8s8 = igemm_u8s8_avx512vnni;
-    t.names.push_back("igemm_u8s8_avx512vnni_8x16");
+    t.names.push_back("igemm_u8s8_avx512vnni_8x32");
     t.iconv_u8s8 = iconv_u8s8_avx512vnni;
     t.names.push_back("iconv_u8s8_avx512vnni_16x8");
     return t;
   }();
+  static const KernelTable amx = [] {
+    KernelTable t = vnni;
+    t.isa = Isa::kAmx;
+    t.igemm_u8s8 = igemm_u8s8_amx;
+    t.igemm_u8s8_kq_multiple = kAmxKq;
+    t.igemm_u8s8_row_pad = kAmxRows - 1;
+    for (auto& name : t.names)
+      if (name == "igemm_u8s8_avx512vnni_8x32") name = "igemm_u8s8_amx_32x32";
+    return t;
+  }();
+  if (isa == Isa::kAmx) return amx;
   if (isa == Isa::kAvx512Vnni) return vnni;
   return isa == Isa::kAvx2 ? avx2 : scalar;
 }

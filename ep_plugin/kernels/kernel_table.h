@@ -11,13 +11,14 @@
 namespace optim::kernels {
 
 // avx512vnni: the AVX2 table plus integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL).
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2 };
+// amx: the avx512vnni table with the u8 x s8 GEMM on AMX tiles (tdpbusd) where the CPU and OS allow it.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2, kAmx = 3 };
 
 const char* isa_name(Isa isa);
-// Best ISA this CPU runs, best first: AVX-512 VNNI, AVX2+FMA, then scalar.
+// Best ISA this CPU runs, best first: AMX, AVX-512 VNNI, AVX2+FMA, then scalar.
 Isa best_isa();
 bool isa_supported(Isa isa);
-// Parses "scalar" / "avx2" / "avx512vnni" / "auto"; returns false for anything else.
+// Parses "scalar" / "avx2" / "avx512vnni" / "amx" / "auto"; returns false for anything else.
 bool parse_isa(const std::string& text, Isa* out);
 
 // --- SGEMM on a pre-packed B --------------------------------------------------------------------
@@ -120,8 +121,8 @@ using IgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int
                              int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
                              const IgemmEpilogue& ep);
 size_t igemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
-// Packs B given as int8 values (row-major k x n with stride ldb).
-void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int8_t* dst);
+// Packs B given as int8 values (row-major k x n with stride ldb) into kq >= ceil(k / 4) quads (zeros past k).
+void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst);
 
 // --- QuantizeLinear / DequantizeLinear, per tensor (ops call them per channel block for per axis) --
 // q = saturate(round_half_even(x / scale) + zero_point) to uint8 (to_u8) or int8; NaN gives the
@@ -166,6 +167,10 @@ struct KernelTable {
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
   IgemmU8S8Fn igemm_u8s8 = nullptr;  // only where the CPU has AVX-512 VNNI
+  // What igemm_u8s8 needs of its operands: K in a multiple of this many quads (B packed, A padded with
+  // zeros that far), and this many readable zero rows of A after the last one.
+  int64_t igemm_u8s8_kq_multiple = 1;
+  int64_t igemm_u8s8_row_pad = 0;
   IconvFn iconv_u8s8 = nullptr;      // likewise
 };
 
@@ -183,6 +188,10 @@ void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t
 void iconv_scalar(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void iconv_avx2_8x8(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void iconv_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
+void igemm_u8s8_amx(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int8_t*,
+                    const int32_t*, void*, int64_t, const IgemmEpilogue&);
+// AMX blocks: 32 rows by 2 panels, K in steps of 16 quads.
+constexpr int64_t kAmxRows = 32, kAmxKq = 16;
 void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
 void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
 void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);

@@ -59,9 +59,11 @@ class QGemmImpl : public Op {
     const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
     if (kt.igemm_u8s8 && fits_s8) {
       std::vector<int8_t> w8(wide_.begin(), wide_.end());
-      kq_ = (k_ + 3) / 4;
+      const int64_t mult = kt.igemm_u8s8_kq_multiple;
+      kq_ = ((k_ + 3) / 4 + mult - 1) / mult * mult;
+      row_pad_ = kt.igemm_u8s8_row_pad;
       packed8_.resize(kernels::igemm_u8s8_packed_b_bytes(kq_, n_));
-      kernels::igemm_u8s8_pack_b(w8.data(), n_, k_, n_, packed8_.data());
+      kernels::igemm_u8s8_pack_b(w8.data(), n_, k_, n_, kq_, packed8_.data());
       // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
       const int32_t zx = x_dtype_ == DType::kInt8 ? x_zero_ + 128 : x_zero_;
       comp_.assign(static_cast<size_t>(n_), 0);
@@ -84,7 +86,7 @@ class QGemmImpl : public Op {
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    if (!packed8_.empty()) return static_cast<size_t>(rows(*in[0]) * 4 * kq_);
+    if (!packed8_.empty()) return static_cast<size_t>((rows(*in[0]) + row_pad_) * 4 * kq_);
     return static_cast<size_t>(rows(*in[0]) * 2 * kp_) * sizeof(int16_t);
   }
 
@@ -129,6 +131,7 @@ class QGemmImpl : public Op {
       else std::memcpy(row, s, static_cast<size_t>(k));
       std::memset(row + k, 0, static_cast<size_t>(lda - k));
     }
+    std::memset(a + m * lda, 0, static_cast<size_t>(row_pad_ * lda));  // rows the kernel reads past m (AMX tiles)
     const int64_t panels = (n_ + kernels::kQuadNR - 1) / kernels::kQuadNR;
     const int64_t rows_per_task = 8 * kernels::kQuadMR, panels_per_task = 4;
     const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task, p_tasks = (panels + panels_per_task - 1) / panels_per_task;
@@ -156,6 +159,7 @@ class QGemmImpl : public Op {
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
   int64_t k_ = 0, n_ = 0, kp_ = 0, kq_ = 0;
+  int64_t row_pad_ = 0;  // zero rows of A after the last, read by the u8 x s8 kernel (AMX tiles)
   std::vector<int16_t> wide_;     // until prepare()
   std::vector<int16_t> packed_;   // int16-pair panels (scalar/AVX2 kernels)
   std::vector<int8_t> packed8_;   // or u8 x s8 quad panels (VNNI)

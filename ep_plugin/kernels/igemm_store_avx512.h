@@ -1,0 +1,44 @@
+// The int8 GEMM epilogue (igemm_epilogue.h) sixteen columns at a time in AVX-512, with the u8 x s8
+// GEMMs' zero-point compensation added first: the scalar operations in the same order, so results equal
+// the scalar reference bit for bit. Included only by files compiled with -mavx512f -mavx512bw.
+#pragma once
+
+#include <immintrin.h>
+
+#include "igemm_epilogue.h"
+
+namespace optim::kernels {
+namespace {  // internal linkage, as in igemm_epilogue.h
+
+// Sixteen columns j0..j0+15 of row i, all inside C.
+inline void store16(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
+  __m512 real = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc));
+  const __m512 scale = ep.scale_col ? _mm512_loadu_ps(ep.scale_col + j0)
+                                    : _mm512_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
+  real = _mm512_mul_ps(real, scale);
+  if (ep.bias_col) real = _mm512_add_ps(real, _mm512_loadu_ps(ep.bias_col + j0));
+  if (ep.bias_row) real = _mm512_add_ps(real, _mm512_set1_ps(ep.bias_row[i]));
+  if (ep.out == QuantOut::kFloat32) {
+    _mm512_storeu_ps(static_cast<float*>(c) + index, real);
+    return;
+  }
+  __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(real, _mm512_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  q = _mm512_add_ps(q, _mm512_set1_ps(static_cast<float>(ep.out_zero)));
+  q = _mm512_max_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmin)));  // NaN becomes qmin, as in the scalar code
+  q = _mm512_min_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmax)));
+  const __m128i v8 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));  // in range after the clamp: plain truncation
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
+}
+
+inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const IgemmEpilogue& ep,
+                      void* c, int64_t ldc) {
+  for (int64_t j = 0; j < cols; ++j) acc[j] += comp[j0 + j];
+  if (cols == kQuadNR) {
+    store16(acc, i, j0, ep, c, i * ldc + j0);
+    return;
+  }
+  for (int64_t j = 0; j < cols; ++j) igemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
+}
+
+}  // namespace
+}  // namespace optim::kernels
