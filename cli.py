@@ -372,10 +372,12 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     if result.excluded:
         click.echo(f"kept in float: {', '.join(result.excluded)}")
     fallback = result.fallback
-    if fallback:
+    if fallback and not fallback["kept_float"]:
+        click.echo(f"target {fallback['target']} met with every node quantized ({fallback['int8_value']:.5f})")
+    elif fallback:
         cost = fallback["latency_change"]
         click.echo(f"target {fallback['target']}: {fallback['int8_value']:.5f} with every node quantized, "
-                   f"{fallback['final_value']:.5f} with {len(fallback['kept_float'])} of {fallback['candidates'] or '-'} "
+                   f"{fallback['final_value']:.5f} with {len(fallback['kept_float'])} of {fallback['candidates']} "
                    "quantized node(s) in float")
         if cost is not None:
             ms = fallback["latency_ms"]

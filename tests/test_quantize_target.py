@@ -110,6 +110,15 @@ def test_target_through_the_python_api(sensitive, tmp_path):
     assert "fc1" in [s["node"] for s in result.fallback["kept_float"]]
 
 
+def test_the_text_report_names_the_float_layer_and_its_cost(sensitive, tmp_path):
+    model, calib, heldout = sensitive
+    r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--eval", heldout, "--target", f"cosine>={TARGET}")
+    assert r.exit_code == 0, r.output
+    assert f"target cosine>={TARGET}: " in r.stdout and "with 1 of 3 quantized node(s) in float" in r.stdout
+    assert "  kept in float: fc1 (Gemm): " in r.stdout and "with only it quantized" in r.stdout
+    assert "latency on OptimEP (median): float " in r.stdout and "over int8 everywhere" in r.stdout
+
+
 def test_a_target_met_already_keeps_everything_quantized(sensitive, tmp_path):
     model, calib, heldout = sensitive
     r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--eval", heldout, "--target", "cosine>=0.5", "--json")
@@ -117,6 +126,8 @@ def test_a_target_met_already_keeps_everything_quantized(sensitive, tmp_path):
     fallback = json.loads(r.stdout)["fallback"]
     assert fallback["kept_float"] == [] and fallback["int8_value"] >= 0.5
     assert "sensitivity:" not in r.stderr
+    text = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--eval", heldout, "--target", "cosine>=0.5")
+    assert "target cosine>=0.5 met with every node quantized" in text.stdout
 
 
 def test_a_target_that_cannot_be_met_writes_nothing(sensitive, tmp_path):

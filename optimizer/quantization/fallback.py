@@ -90,7 +90,9 @@ def _session(model: onnx.ModelProto, **kwargs):
 
 
 def _measure(model: onnx.ModelProto, target: Target, reference: Reference) -> float:
-    return target.value(reference.compare("OptimEP", _session(model)))
+    from optim.ep_plugin.benchmark import NO_SPIN  # one session after another: idle threads must not spin
+
+    return target.value(reference.compare("OptimEP", _session(model, config=NO_SPIN)))
 
 
 def _in_float(qdq: onnx.ModelProto, float_model: onnx.ModelProto, nodes: set[str], quantized: set[str],
