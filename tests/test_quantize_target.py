@@ -102,6 +102,20 @@ def test_target_keeps_the_outlier_layer_in_float(sensitive, tmp_path):
     assert "sensitivity: node 3/3" in r.stderr and "(target met)" in r.stderr
 
 
+def test_nodes_excluded_by_hand_are_not_candidates(sensitive, tmp_path):
+    model, calib, heldout = sensitive
+    r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--eval", heldout, "--exclude", "fc3",
+               "--target", f"cosine>={TARGET}", "--json")
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["excluded"] == ["fc3"] and report["fallback"]["candidates"] == 2
+    assert [s["node"] for s in report["fallback"]["kept_float"]] == ["fc1"]
+    # fc3 reads fc2's quantized output (onnxruntime hands all readers the dequantized tensor), but its own
+    # weights stay float: so it was a candidate by the QDQ reading alone, and must not be one.
+    fc3 = next(n for n in onnx.load(str(tmp_path / "q.onnx")).graph.node if n.name == "fc3")
+    assert reads_dequantized(tmp_path / "q.onnx", "fc3") and fc3.input[1] == "w3"
+
+
 def test_target_through_the_python_api(sensitive, tmp_path):
     model, calib, heldout = sensitive
     result = quantize(model, tmp_path / "q.onnx", calibration=calib, evaluation=heldout, target="sqnr>=30")

@@ -138,7 +138,7 @@ def search(target: Target, build: Callable[[list[str]], onnx.ModelProto], float_
     if target.met(base):
         say(f"target {target} met with every node quantized ({base:.5f})")
         return everything, FallbackResult(str(target), True, base, base, tries={0: base}, seconds=time.perf_counter() - t0)
-    nodes = quantized_nodes(everything, op_types)
+    nodes = [(name, op) for name, op in quantized_nodes(everything, op_types) if name not in excluded]
     names = {name for name, _ in nodes}
     float_value = _measure(_in_float(everything, float_model, names, set(), build, excluded), target, reference)
     say(f"{target.metric} {base:.5f} with every node quantized, {float_value:.5f} with the {len(nodes)} quantized "
