@@ -44,9 +44,6 @@ class Sensitivity:
     value: float  # the target metric with only this node quantized (the other candidates in float)
     loss: float  # the metric with every candidate in float, minus value
 
-    def __str__(self) -> str:
-        return f"{self.node} ({self.op_type}): {self.value:.5f} with only it quantized (loss {self.loss:.5f})"
-
 
 @dataclass
 class FallbackResult:
