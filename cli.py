@@ -319,16 +319,30 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
 @click.option("--activations", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True)
 @click.option("--per-tensor", is_flag=True, help="One weight scale per tensor instead of per output channel.")
 @click.option("--exclude", multiple=True, metavar="NODE_OR_OP", help="Keep a node (by name) or every node of an op type in float.")
+@click.option("--op-types", metavar="OP[,OP...]",
+              help="Quantize only nodes of these op types, e.g. MatMul for transformers (default: every type "
+                   "onnxruntime quantizes).")
+@click.option("--target", metavar="METRIC>=VALUE",
+              help="Accuracy goal on the held-out data, measured on OptimEP: cosine>=0.995, mean_cosine>=0.99 (per "
+                   "sample, e.g. sentence embeddings), sqnr>=30 (dB) or top1>=0.99 (needs --logits). The most "
+                   "sensitive nodes stay float until it holds; if it cannot be met, nothing is written (exit 2).")
+@click.option("--max-float", type=click.IntRange(min=1), metavar="N",
+              help="With --target: keep at most N nodes in float (default: as many as it takes).")
 @click.option("--dynamic", is_flag=True, help="Weights only (no calibration): dynamic quantization.")
 @click.option("--logits", metavar="OUTPUT", help="Output holding class logits: report top-1 agreement.")
 @click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Shapes for random data with dynamic dims.")
 @click.option("--compare", is_flag=True, help="Also measure the int8 model on ONNX Runtime's CPU EP.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, exclude, dynamic,
-             logits, shapes, compare, as_json, verbose):
+def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, exclude, op_types,
+             target, max_float, dynamic, logits, shapes, compare, as_json, verbose):
     """Quantize MODEL to int8 QDQ (int8 weights per channel, uint8/int8 activations per tensor) and
-    report its accuracy against the float model on held-out inputs, measured on OptimEP."""
+    report its accuracy against the float model on held-out inputs, measured on OptimEP.
+
+    With --target, each quantized node's sensitivity is measured (the metric with only that node
+    quantized), then the most sensitive ones are kept in float until the target holds; the report names
+    them and the latency they cost on OptimEP. Calibration runs once. If the target cannot be met,
+    nothing is written and the exit code is 2."""
     from optim.ep_plugin.runner import RunInputError
     from optim.optimizer import OptimizeError
     from optim.optimizer.quantization import quantize as do_quantize
@@ -337,7 +351,9 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     try:
         result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
                              evaluation=evaluation, method=method, activation_type=activations,
-                             per_channel=not per_tensor, exclude=list(exclude), dynamic=dynamic, logits=logits,
+                             per_channel=not per_tensor, exclude=list(exclude),
+                             op_types=[t.strip() for t in op_types.split(",") if t.strip()] if op_types else None,
+                             dynamic=dynamic, logits=logits, target=target, max_float=max_float,
                              compare_cpu=compare, shapes=_parse_shapes(shapes),
                              progress=lambda line: click.echo(f"optim: {line}", err=True))
     except (OptimizeError, RunInputError) as e:
@@ -356,6 +372,20 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     click.echo(f"on OptimEP: {p['optim_nodes']}/{p['total_nodes']} nodes, {p['integer_units']} integer unit(s)")
     if result.excluded:
         click.echo(f"kept in float: {', '.join(result.excluded)}")
+    fallback = result.fallback
+    if fallback and not fallback["kept_float"]:
+        click.echo(f"target {fallback['target']} met with every node quantized ({fallback['int8_value']:.5f})")
+    elif fallback:
+        cost = fallback["latency_change"]
+        click.echo(f"target {fallback['target']}: {fallback['int8_value']:.5f} with every node quantized, "
+                   f"{fallback['final_value']:.5f} with {len(fallback['kept_float'])} of {fallback['candidates']} "
+                   "quantized node(s) in float")
+        if cost is not None:
+            ms = fallback["latency_ms"]
+            click.echo(f"latency on OptimEP (median): float {ms['float']:.2f} ms, int8 everywhere {ms['int8']:.2f} ms, "
+                       f"with the fallback {ms['final']:.2f} ms ({cost:+.0%} over int8 everywhere)")
+        for s in fallback["kept_float"]:
+            click.echo(f"  kept in float: {s['node']} ({s['op_type']}): {s['value']:.5f} with only it quantized")
     for row in result.accuracy:
         click.echo(f"  {row}")
 

@@ -24,7 +24,7 @@ from .sessions import cpu_session, session
 # too noisy for the numbers (and the ratios) to mean much.
 NOISY_CV = 0.10
 VS_CHOICES = ("cpu", "cpu-noopt", "openvino")
-_NO_SPIN = {"session.intra_op.allow_spinning": "0"}  # idle pool threads would steal the next run's cores
+NO_SPIN = {"session.intra_op.allow_spinning": "0"}  # idle pool threads would steal the next run's cores
 _timer = time.perf_counter  # replaced in tests to simulate a noisy machine
 
 
@@ -179,8 +179,9 @@ def _with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch:
     return out
 
 
-def _time_alternating(sessions: dict[str, ort.InferenceSession], feeds, warmup: int, runs: int,
-                      duration: float | None, warmup_duration: float | None = None) -> dict[str, list[float]]:
+def time_alternating(sessions: dict[str, ort.InferenceSession], feeds, warmup: int, runs: int,
+                     duration: float | None, warmup_duration: float | None = None) -> dict[str, list[float]]:
+    """Seconds per run for each session, runs alternating (A B A B) after each session's warm-up."""
     for s in sessions.values():
         for _ in range(warmup):
             s.run(None, feeds)
@@ -274,12 +275,12 @@ def benchmark(
         created[name] = (time.perf_counter() - t0) * 1e3
         return s
 
-    sessions = {"optim": timed("optim", lambda: session(model, threads=threads, config=_NO_SPIN, isa=isa))}
+    sessions = {"optim": timed("optim", lambda: session(model, threads=threads, config=NO_SPIN, isa=isa))}
     if "cpu" in vs:
-        sessions["cpu"] = timed("cpu", lambda: cpu_session(model, threads=threads, config=_NO_SPIN))
+        sessions["cpu"] = timed("cpu", lambda: cpu_session(model, threads=threads, config=NO_SPIN))
     if "cpu-noopt" in vs:
         sessions["cpu-noopt"] = timed("cpu-noopt", lambda: cpu_session(model, threads=threads, optimization="disable",
-                                                                        config=_NO_SPIN))
+                                                                        config=NO_SPIN))
     notes = []
     if "openvino" in vs:
         if openvino_available():
@@ -295,7 +296,7 @@ def benchmark(
         say(f"timing {'batch ' + str(batch) if batch else 'the given shapes'}: {warmup} warm-up run(s)"
             + (f" and {warmup_duration:g} s of warm-up" if warmup_duration else "") + ", then "
             + (f"{duration:g} s" if duration else f"{runs} run(s)") + f" on {', '.join(sessions)}")
-        times = _time_alternating(sessions, feeds, warmup, runs, duration, warmup_duration)
+        times = time_alternating(sessions, feeds, warmup, runs, duration, warmup_duration)
         n = batch or 1
         results.append(BatchResult(
             batch=batch, shapes={k: list(v.shape) for k, v in feeds.items()}, optim=summarize(times["optim"], n),

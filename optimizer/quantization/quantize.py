@@ -5,31 +5,28 @@ onnxruntime.quantization (minmax, percentile or entropy), then inserts QuantizeL
 DequantizeLinear pairs: int8 weights per output channel, uint8 or int8 activations per tensor.
 Dynamic quantization (`dynamic=True`) quantizes weights only, for MatMul-heavy models without
 calibration data. The accuracy report compares the int8 model with the float one on held-out
-batches, with the int8 model running on OptimEP (and on ORT's CPU EP when asked).
+batches, with the int8 model running on OptimEP (and on ORT's CPU EP when asked). With a `target`
+(e.g. "cosine>=0.995") the most sensitive nodes are kept in float until it holds (fallback.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import logging
 import os
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from ..errors import OptimizeError
-from ..model_io import load_model, save_model
-from .accuracy import OutputAccuracy, measure_accuracy
+from ..model_io import load_model, model_source, save_model
+from .accuracy import OutputAccuracy, Reference
+from .backend import ACTIVATION_TYPES, METHODS, StaticQuantizer, quantize_dynamic_model, quantized_op_types
 from .calibration import CalibrationError, load_calibration, random_calibration
+from .fallback import search
+from .target import parse_target
 
-METHODS = ("minmax", "percentile", "entropy")
-ACTIVATION_TYPES = ("uint8", "int8")
 # Ops whose presence means the model is quantized already.
 _QUANTIZED_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger",
                   "DynamicQuantizeLinear", "QLinearAdd", "QGemm"}
@@ -45,26 +42,18 @@ class QuantizeResult:
     calibration_batches: int
     evaluation_batches: int
     random_calibration: bool
-    excluded: list[str]
+    excluded: list[str]  # asked for (--exclude); the fallback's own are in fallback["kept_float"]
     accuracy: list[OutputAccuracy] = field(default_factory=list)
     placement: dict = field(default_factory=dict)  # the int8 model on OptimEP
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    op_types: list[str] | None = None  # the op types quantized (None: every type onnxruntime can)
+    fallback: dict | None = None  # with a target: FallbackResult.to_dict()
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["accuracy"] = [a.to_dict() for a in self.accuracy]
         return d
-
-
-@contextlib.contextmanager
-def _quiet_root_logger():
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        yield
-    finally:
-        logging.disable(previous)
 
 
 def _already_quantized(model: onnx.ModelProto) -> list[str]:
@@ -94,6 +83,16 @@ def _excluded_nodes(model: onnx.ModelProto, exclude: list[str]) -> list[str]:
     return sorted(set(names))
 
 
+def _check_op_types(model: onnx.ModelProto, op_types: list[str] | None) -> list[str] | None:
+    if not op_types:
+        return None
+    present = {n.op_type for n in model.graph.node}
+    missing = [t for t in op_types if t not in present]
+    if missing:
+        raise OptimizeError(f"--op-types {missing[0]!r} matches no node in the model; it has {', '.join(sorted(present))}")
+    return list(dict.fromkeys(op_types))
+
+
 def _split(batches: list[dict], evaluation: list[dict] | None) -> tuple[list[dict], list[dict]]:
     if evaluation is not None:
         return batches, evaluation
@@ -102,6 +101,27 @@ def _split(batches: list[dict], evaluation: list[dict] | None) -> tuple[list[dic
                                "give more batches or --eval DATA")
     n_eval = max(1, int(round(len(batches) * HOLDOUT_FRACTION)))
     return batches[:-n_eval], batches[-n_eval:]
+
+
+def _batches(float_model: onnx.ModelProto, dynamic: bool, calibration, calibration_random: int | None, evaluation,
+             shapes, say, notes: list[str]) -> tuple[list[dict], list[dict]]:
+    """(calibration batches, held-out batches) from the sources given; warnings go to `notes`."""
+    if dynamic:
+        if calibration is not None or calibration_random:
+            notes.append("dynamic quantization ignores calibration data (weights only)")
+        return [], (load_calibration(evaluation, float_model) if evaluation is not None
+                    else random_calibration(float_model, 4, shapes, seed=1))
+    if calibration is not None:
+        say(f"reading calibration data from {calibration}")
+        batches = load_calibration(calibration, float_model)
+        return _split(batches, load_calibration(evaluation, float_model) if evaluation else None)
+    if calibration_random:
+        notes.append("calibrating on random inputs: the ranges, and so the accuracy figures, say little about real data")
+        return (random_calibration(float_model, calibration_random, shapes, seed=0),
+                load_calibration(evaluation, float_model) if evaluation is not None
+                else random_calibration(float_model, max(1, calibration_random // 4), shapes, seed=1))
+    raise CalibrationError("static quantization needs calibration data: --calib DATA, or --calib-random N "
+                           "(or --dynamic for weights only)")
 
 
 def quantize(
@@ -115,16 +135,21 @@ def quantize(
     activation_type: str = "uint8",
     per_channel: bool = True,
     exclude: list[str] | None = None,
+    op_types: list[str] | None = None,
     dynamic: bool = False,
     logits: str | None = None,
+    target: str | None = None,
+    max_float: int | None = None,
     compare_cpu: bool = False,
     shapes: dict[str, list[int]] | None = None,
     progress=None,
 ) -> QuantizeResult:
-    """Quantizes `model` into `output` (written only when everything succeeded) and measures it."""
-    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                          quantize_dynamic, quantize_static)
+    """Quantizes `model` into `output` (written only when everything succeeded) and measures it.
 
+    op_types: quantize only nodes of these types (e.g. ["MatMul"]; default every type onnxruntime can).
+    target: "cosine>=X", "mean_cosine>=X", "sqnr>=DB" or "top1>=F" on the held-out batches on OptimEP:
+    the most sensitive nodes (at most max_float) stay float until it holds; FallbackError (an
+    OptimizeError, nothing written) when it cannot be met."""
     from optim.ep_plugin import cpu_session, placement, session
 
     say = progress or (lambda _line: None)
@@ -133,6 +158,13 @@ def quantize(
         raise OptimizeError(f"method {method!r} is not one of {', '.join(METHODS)}")
     if activation_type not in ACTIVATION_TYPES:
         raise OptimizeError(f"activation type {activation_type!r} is not one of {', '.join(ACTIVATION_TYPES)}")
+    goal = parse_target(target, logits) if target is not None else None
+    if goal and dynamic:
+        raise OptimizeError("--target needs static quantization (calibration data); it cannot be used with --dynamic")
+    if max_float is not None and goal is None:
+        raise OptimizeError("--max-float only applies with --target")
+    if max_float is not None and max_float < 1:
+        raise OptimizeError(f"--max-float must be at least 1, got {max_float}")
     float_model, external = load_model(model)
     found = _already_quantized(float_model)
     if found:
@@ -142,74 +174,44 @@ def quantize(
                             f"{', '.join(o.name for o in float_model.graph.output)}")
     _name_unnamed_nodes(float_model)
     excluded = _excluded_nodes(float_model, exclude or [])
-    notes = []
-    if dynamic:
-        if calibration is not None or calibration_random:
-            notes.append("dynamic quantization ignores calibration data (weights only)")
-        eval_batches = (load_calibration(evaluation, float_model) if evaluation is not None
-                        else random_calibration(float_model, 4, shapes, seed=1))
-        calib_batches = []
-    elif calibration is not None:
-        say(f"reading calibration data from {calibration}")
-        batches = load_calibration(calibration, float_model)
-        calib_batches, eval_batches = _split(batches, load_calibration(evaluation, float_model) if evaluation else None)
-    elif calibration_random:
-        notes.append("calibrating on random inputs: the ranges, and so the accuracy figures, say little about real data")
-        calib_batches = random_calibration(float_model, calibration_random, shapes, seed=0)
-        eval_batches = (load_calibration(evaluation, float_model) if evaluation is not None
-                        else random_calibration(float_model, max(1, calibration_random // 4), shapes, seed=1))
-    else:
-        raise CalibrationError("static quantization needs calibration data: --calib DATA, or --calib-random N "
-                               "(or --dynamic for weights only)")
+    op_types = _check_op_types(float_model, op_types)
+    notes: list[str] = []
+    calib_batches, eval_batches = _batches(float_model, dynamic, calibration, calibration_random, evaluation, shapes,
+                                           say, notes)
 
+    fallback = None
     with tempfile.TemporaryDirectory(prefix="optim-quantize-") as tmp:
         src = Path(tmp) / "float.onnx"
         onnx.save_model(float_model, str(src), save_as_external_data=external)
-        dst = Path(tmp) / "int8.onnx"
-        # onnxruntime.quantization logs advice (pre-processing, ...) on the root logger: keep it quiet.
-        # ...and its histogram calibrators print progress on stdout, which belongs to our report.
-        with warnings.catch_warnings(), _quiet_root_logger(), contextlib.redirect_stdout(io.StringIO()):
-            warnings.simplefilter("ignore")
-            if dynamic:
-                say("quantizing weights (dynamic)")
-                quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel,
-                                 nodes_to_exclude=excluded)
+        reference = Reference(cpu_session(str(src)), eval_batches, logits)
+        if dynamic:
+            say("quantizing weights (dynamic)")
+            int8_model, _ = load_model(quantize_dynamic_model(src, Path(tmp) / "int8.onnx", per_channel=per_channel,
+                                                              excluded=excluded, op_types=op_types))
+        else:
+            quantizer = StaticQuantizer(src, Path(tmp), calib_batches, method=method, activation_type=activation_type,
+                                        per_channel=per_channel, op_types=op_types, progress=say)
+
+            def build(nodes: list[str]) -> onnx.ModelProto:
+                return load_model(quantizer.build(nodes))[0]
+
+            if goal is None:
+                int8_model = build(excluded)
             else:
-                total = len(calib_batches)
-
-                class Reader(CalibrationDataReader):
-                    def __init__(self):
-                        self.i = 0
-
-                    def get_next(self):
-                        if self.i >= total:
-                            return None
-                        self.i += 1
-                        say(f"calibrating ({method}): batch {self.i}/{total}")
-                        return calib_batches[self.i - 1]
-
-                try:
-                    quantize_static(
-                        str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                        weight_type=QuantType.QInt8,
-                        activation_type=QuantType.QUInt8 if activation_type == "uint8" else QuantType.QInt8,
-                        calibrate_method={"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
-                                          "entropy": CalibrationMethod.Entropy}[method],
-                        nodes_to_exclude=excluded)
-                except Exception as e:  # the calibrators fail on degenerate data (e.g. constant inputs)
-                    raise OptimizeError(f"calibration with {method} failed: {type(e).__name__}: {str(e).splitlines()[0]}") from None
-        int8_model, _ = load_model(dst)
+                int8_model, found_fallback = search(goal, build, float_model, quantized_op_types(op_types), reference,
+                                                    excluded, max_float, say)
+                fallback = found_fallback.to_dict()
         say(f"measuring accuracy on {len(eval_batches)} held-out batch(es)")
-        int8_bytes = int8_model.SerializeToString() if int8_model.ByteSize() < (1 << 31) - (64 << 20) else str(dst)
-        float_arg = str(src)
-        runtimes = {"OptimEP": session(int8_bytes)}
-        if compare_cpu:
-            runtimes["CPU EP"] = cpu_session(int8_bytes)
-        accuracy = measure_accuracy(cpu_session(float_arg), runtimes, eval_batches, logits)
+        with model_source(int8_model) as source:
+            runtimes = {"OptimEP": session(source)}
+            if compare_cpu:
+                runtimes["CPU EP"] = cpu_session(source)
+        accuracy = [row for runtime, sess in runtimes.items() for row in reference.compare(runtime, sess)]
         where = placement(runtimes["OptimEP"]).to_dict()
         save_model(int8_model, output, external=external)
     return QuantizeResult(
         path=str(output), mode="dynamic" if dynamic else "static", method=None if dynamic else method,
         activation_type=None if dynamic else activation_type, calibration_batches=len(calib_batches),
         evaluation_batches=len(eval_batches), random_calibration=bool(calibration_random and not dynamic and calibration is None),
-        excluded=excluded, accuracy=accuracy, placement=where, seconds=time.perf_counter() - t0, warnings=notes)
+        excluded=excluded, accuracy=accuracy, placement=where, seconds=time.perf_counter() - t0, warnings=notes,
+        op_types=op_types, fallback=fallback)
