@@ -67,3 +67,4 @@ clean:
 # The benchmark suite: rewrites the tables in benchmarks/BENCHMARKS.md (needs a quiet machine).
 bench: install
 	$(BIN)/python benchmarks/run.py --json benchmarks/results.json
+	$(BIN)/python benchmarks/gemm.py

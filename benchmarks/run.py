@@ -25,6 +25,7 @@ from pathlib import Path
 # PyTorch's OpenMP threads would otherwise spin after each eager run and steal the cores from the
 # next runtime's run (set before torch is imported).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would spin on the cores being timed
 
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
@@ -45,7 +46,7 @@ def cpu_model() -> str:
             name = line.split(":", 1)[1].strip()
         if line.startswith("flags"):
             flags = set(line.split(":", 1)[1].split())
-    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
     return f"{name} ({', '.join(isa)})"
 
 

@@ -14,7 +14,7 @@ from .loader import API_VERSION, EP_NAME, EpLoadError, register
 
 def cpu_flags() -> dict[str, bool]:
     """Instruction-set flags of this CPU as Linux reports them (False where unknown)."""
-    wanted = {"avx2": "avx2", "fma": "fma", "avx512f": "avx512f", "avx512_vnni": "avx512_vnni", "avx_vnni": "avx_vnni"}
+    wanted = {"avx2": "avx2", "fma": "fma", "avx512f": "avx512f", "avx512_vnni": "avx512_vnni", "avx_vnni": "avx_vnni", "amx_int8": "amx_int8"}
     flags: set[str] = set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from helpers import IR_VERSION, ISAS, run_cpu, run_optim
@@ -292,3 +294,16 @@ def test_qdq_add_runs_quantized_and_equals_onnx_exactly(cid, isa):
     steps = [s for ss in placement(sess).compiled.values() for s in ss]
     assert steps == ["QAdd 'the_add'"], steps
     np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(m=st.integers(1, 80), k=st.integers(1, 300), n=st.integers(1, 80), x_type=st.sampled_from(["u8", "s8"]),
+       y_type=st.sampled_from(["u8", "s8"]), trans_b=st.booleans(), relu=st.booleans())
+def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_type, y_type, trans_b, relu):
+    """Tile edges of every kernel: rows around 4/8/32, columns around 16/32 (odd panel counts), K around
+    the pair/quad/64-byte AMX steps."""
+    model, x, p = _qdq_model(m, k, n, x_type=x_type, y_type=y_type, gemm=True, trans_b=trans_b, bias=True, relu=relu,
+                             per_channel=True, seed=m * 1000 + k * 10 + n)
+    want = _integer_unit_replica(x, p)
+    for isa in ISAS:
+        np.testing.assert_array_equal(run_optim(model, {"x": x}, isa=isa)[0], want, err_msg=f"{isa} m={m} k={k} n={n}")
