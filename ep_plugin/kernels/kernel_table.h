@@ -10,7 +10,8 @@
 
 namespace optim::kernels {
 
-// avx512vnni: the AVX2 table plus integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL).
+// avx512vnni: the AVX2 table plus integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL)
+// and the float GEMM on 16-wide FMAs.
 // amx: the avx512vnni table with the u8 x s8 GEMM on AMX tiles (tdpbusd) where the CPU and OS allow it.
 enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2, kAmx = 3 };
 
@@ -181,6 +182,8 @@ void sgemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, c
                          const float*, float*, int64_t, const SgemmEpilogue&);
 void sgemm_packed_avx2_6x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
                             const float*, float*, int64_t, const SgemmEpilogue&);
+void sgemm_packed_avx512_8x32(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
+                              const float*, float*, int64_t, const SgemmEpilogue&);
 void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
                          const int16_t*, void*, int64_t, const IgemmEpilogue&);
 void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,

@@ -1,5 +1,5 @@
 """The non-float ops transformers build their inputs with (embedding Gather, attention-mask Cast,
-comparisons, And/Or/Not, Where, Expand) and int64/bool data movement, each against ORT's CPU EP with
+comparisons, And/Or/Not, Where, Expand, Concat) and int64/bool data movement, each against ORT's CPU EP with
 OptimEP's CPU fallback disabled (exact: these ops copy, pick or compare); plus the partitioner's rule
 that a value deciding a claimed node's output shape is computed outside the partition."""
 
@@ -117,3 +117,14 @@ def test_a_value_that_decides_a_shape_is_computed_outside_the_partition():
     np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
     with pytest.raises(UnclaimedNodesError, match="decides the shape"):
         session(model, fallback=False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat_joins_any_type_along_any_axis(dtype, axis):
+    shapes = [[2, 3, 4], [2, 3, 4], [2, 3, 4]]
+    shapes[1][axis] = 1
+    shapes[2][axis] = 5
+    xs = {f"x{i}": rng.integers(0, 100, s).astype(dtype) for i, s in enumerate(shapes)}
+    model = make_model([N("Concat", list(xs), ["y"], axis=axis)], {k: (dtype, list(v.shape)) for k, v in xs.items()}, ["y"])
+    _same(model, xs)

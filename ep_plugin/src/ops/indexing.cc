@@ -1,4 +1,4 @@
-// Gather (embedding lookups and index picks) and Expand, on any fixed-size element type.
+// Gather (embedding lookups and index picks), Expand and Concat, on any fixed-size element type.
 #include <cstring>
 
 #include "broadcast.h"
@@ -63,6 +63,60 @@ class ExpandImpl : public Op {
   }
 };
 
+// Concat along one axis: per outer index, each input's contiguous block in turn.
+class ConcatImpl : public Op {
+ public:
+  explicit ConcatImpl(int64_t axis) : axis_(axis) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape* first = nullptr;
+    for (const Shape* s : in)
+      if (s) { first = s; break; }
+    if (!first) throw Error("Concat has no inputs");
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(first->size()), "Concat axis"));
+    Shape out = *first;
+    out[axis] = 0;
+    for (const Shape* s : in) {
+      if (!s) continue;
+      bool fits = s->size() == first->size();
+      for (size_t d = 0; fits && d < s->size(); ++d) fits = d == axis || (*s)[d] == (*first)[d];
+      if (!fits) throw Error("inputs " + shape_str(*first) + " and " + shape_str(*s) + " differ outside axis " + std::to_string(axis));
+      out[axis] += (*s)[axis];
+    }
+    return {out};
+  }
+  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& os = *out[0].shape;
+    const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(os.size()), "Concat axis"));
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < axis; ++d) outer *= os[d];
+    for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
+    const size_t elem = dtype_size(out[0].dtype);
+    const size_t out_row = static_cast<size_t>(os[axis] * inner) * elem;
+    auto* dst = static_cast<uint8_t*>(out[0].data);
+    size_t at = 0;  // byte offset of the current input's block inside an output row
+    for (const TensorRef& t : in) {
+      if (!t.present()) continue;
+      const size_t block = static_cast<size_t>((*t.shape)[axis] * inner) * elem;
+      const auto* src = static_cast<const uint8_t*>(t.data);
+      if (block)
+        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + static_cast<size_t>(o) * out_row + at, src + static_cast<size_t>(o) * block, block);
+      at += block;
+    }
+  }
+
+ private:
+  int64_t axis_;
+};
+
+std::string check_concat(const Node& n, const Graph& g) {
+  if (!n.has_attr("axis")) return "Concat without an axis attribute";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    std::string r = require_fixed_size(g, n, i);
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
 std::string check_gather(const Node& n, const Graph& g) {
   const ValueInfo* idx = g.value(n.inputs[1]);
   if (idx && idx->dtype != DType::kInt64 && idx->dtype != DType::kInt32)
@@ -80,6 +134,7 @@ std::vector<size_t> expand_shape_input(const Node&) { return {1}; }
 
 std::unique_ptr<Op> create_gather(const Node& n, const Graph&) { return std::make_unique<GatherImpl>(n.attr_i("axis", 0)); }
 std::unique_ptr<Op> create_expand(const Node&, const Graph&) { return std::make_unique<ExpandImpl>(); }
+std::unique_ptr<Op> create_concat(const Node& n, const Graph&) { return std::make_unique<ConcatImpl>(n.attr_i("axis", 0)); }
 
 }  // namespace
 
@@ -87,6 +142,7 @@ std::vector<OpDef> indexing_op_defs() {
   return {
       {"Gather", 1, 13, check_gather, create_gather},
       {"Expand", 8, 13, check_expand, create_expand, expand_shape_input},
+      {"Concat", 4, 13, check_concat, create_concat},
   };
 }
 

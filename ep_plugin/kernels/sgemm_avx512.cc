@@ -1,0 +1,76 @@
+// AVX-512 SGEMM over packed B: 8 rows by 2 panels (32 columns) in 16 zmm accumulators; per k two panel
+// rows (one zmm each) and 8 broadcasts feed 16 FMAs. Each output element is the same chain of FMAs in
+// k order as in the AVX2 kernel. Compiled with -mavx512f (and the VNNI set); only called when the CPU
+// reports AVX-512 (kernel_table.cc).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernel_table.h"
+
+namespace optim::kernels {
+namespace {
+
+constexpr int kRows = 8;
+
+template <int MR, int NP>
+inline void tile(int64_t k, const float* a, int64_t lda, const float* panel, int64_t panel_floats, float* out /* MR x 32 */) {
+  __m512 acc[MR][NP];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m512 b[NP];
+    for (int p = 0; p < NP; ++p) b[p] = _mm512_loadu_ps(panel + p * panel_floats + kk * kSgemmNR);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + kk]);
+      for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_fmadd_ps(av, b[p], acc[r][p]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < NP; ++p) _mm512_storeu_ps(out + (r * 2 + p) * kSgemmNR, acc[r][p]);
+}
+
+template <int NP>
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*);
+template <int NP>
+constexpr TileFn<NP> kTiles[kRows + 1] = {nullptr, tile<1, NP>, tile<2, NP>, tile<3, NP>, tile<4, NP>,
+                                          tile<5, NP>, tile<6, NP>, tile<7, NP>, tile<8, NP>};
+
+// The epilogue (as in sgemm_avx2.cc) for `cols` <= 16 columns of one row, masked past them.
+inline void store_row(const float* acc, float* crow, int64_t i, int64_t j0, int64_t cols, const SgemmEpilogue& ep) {
+  const __mmask16 m = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
+  __m512 v = _mm512_mul_ps(_mm512_set1_ps(ep.alpha), _mm512_loadu_ps(acc));
+  if (ep.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, crow));
+  if (ep.bias_col) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ep.bias_col + j0));
+  if (ep.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias_row[i]));
+  if (ep.relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);  // NaN propagates (second operand wins)
+  _mm512_mask_storeu_ps(crow, m, v);
+}
+
+}  // namespace
+
+void sgemm_packed_avx512_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
+                              int64_t lda, const float* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep) {
+  alignas(64) float acc[kRows * 2 * kSgemmNR];
+  const int64_t panel_floats = k * kSgemmNR;
+  for (int64_t p = p0; p < p1;) {
+    const int np = p + 1 < p1 ? 2 : 1;
+    const float* panel = b_packed + p * panel_floats;
+    for (int64_t i = m0; i < m1; i += kRows) {
+      const int64_t rows = std::min<int64_t>(kRows, m1 - i);
+      (np == 2 ? kTiles<2>[rows] : kTiles<1>[rows])(k, a + i * lda, lda, panel, panel_floats, acc);
+      for (int h = 0; h < np; ++h) {
+        const int64_t j0 = (p + h) * kSgemmNR;
+        const int64_t cols = std::min<int64_t>(kSgemmNR, n - j0);
+        for (int64_t r = 0; r < rows; ++r)
+          store_row(acc + (r * 2 + h) * kSgemmNR, c + (i + r) * ldc + j0, i + r, j0, cols, ep);
+      }
+    }
+    p += np;
+  }
+}
+
+}  // namespace optim::kernels
