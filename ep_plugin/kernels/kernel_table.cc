@@ -39,14 +39,14 @@ bool parse_isa(const std::string& text, Isa* out) {
 const KernelTable& kernel_table(Isa isa) {
   static const KernelTable scalar{Isa::kScalar, sgemm_packed_scalar, binary_vv_scalar, binary_vs_scalar,
                                   binary_sv_scalar, unary_scalar, clip_scalar, igemm_packed_scalar,
-                                  quantize_scalar, dequantize_scalar, qadd_scalar, iconv_scalar,
+                                  quantize_scalar, dequantize_scalar, qadd_scalar, iconv_scalar, fconv_scalar,
                                   {"sgemm_f32_scalar", "binary_f32_scalar", "unary_f32_scalar", "clip_f32_scalar",
-                                   "igemm_s16pairs_scalar", "quantize_scalar", "dequantize_scalar", "qadd_scalar", "iconv_s16pairs_scalar"}};
+                                   "igemm_s16pairs_scalar", "quantize_scalar", "dequantize_scalar", "qadd_scalar", "iconv_s16pairs_scalar", "fconv_f32_scalar"}};
   static const KernelTable avx2{Isa::kAvx2, sgemm_packed_avx2_6x16, binary_vv_avx2, binary_vs_avx2,
                                 binary_sv_avx2, unary_avx2, clip_avx2, igemm_packed_avx2_4x16,
-                                quantize_avx2, dequantize_avx2, qadd_avx2, iconv_avx2_8x8,
+                                quantize_avx2, dequantize_avx2, qadd_avx2, iconv_avx2_8x8, fconv_avx2_6x16,
                                 {"sgemm_f32_avx2_6x16", "binary_f32_avx2", "unary_f32_avx2", "clip_f32_avx2",
-                                 "igemm_s16pairs_avx2_4x16", "quantize_avx2", "dequantize_avx2", "qadd_avx2", "iconv_s16pairs_avx2_8x8"}};
+                                 "igemm_s16pairs_avx2_4x16", "quantize_avx2", "dequantize_avx2", "qadd_avx2", "iconv_s16pairs_avx2_8x8", "fconv_f32_avx2_6x16"}};
   static const KernelTable vnni = [] {
     KernelTable t = avx2;
     t.isa = Isa::kAvx512Vnni;

@@ -110,6 +110,21 @@ struct IconvArgs {
 // Computes C rows [m0, m1) for segments [s0, s1).
 using IconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& args);
 
+// --- Direct float convolution: IconvArgs' segments over a float32 prepared input (padding 0) ---------
+// C[i][pixel t of segment s] = epilogue(sum over k of w[i][k] * x[seg_in(s) + tap_off[k] + t]), with the
+// SgemmEpilogue (alpha, bias_row, relu; accumulate and bias_col unused). W: rows of k floats, stride ldw.
+struct FconvArgs {
+  const float* w = nullptr;
+  int64_t ldw = 0, k = 0;
+  const float* x = nullptr;
+  const int64_t* tap_off = nullptr;
+  int64_t segs_per_row = 1, out_w = 1, row_step = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  const SgemmEpilogue* ep = nullptr;
+};
+using FconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& args);
+
 // --- int8 GEMM on uint8 x int8 quads (AVX-512 VNNI vpdpbusd: four u8*s8 products summed into int32,
 // no intermediate saturation, so exact) ----------------------------------------------------------------
 // A: rows of uint8 (activations as stored; int8 ones flipped by xor 0x80, i.e. +128), K padded to a
@@ -165,6 +180,7 @@ struct KernelTable {
   DequantizeFn dequantize;
   QAddFn qadd;
   IconvFn iconv;
+  FconvFn fconv;
   // Names of the kernels in this table, for `optim doctor`.
   std::vector<std::string> names;
   IgemmU8S8Fn igemm_u8s8 = nullptr;  // only where the CPU has AVX-512 VNNI
@@ -189,6 +205,8 @@ void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, c
 void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
                             const int16_t*, void*, int64_t, const IgemmEpilogue&);
 void iconv_scalar(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
+void fconv_scalar(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
+void fconv_avx2_6x16(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
 void iconv_avx2_8x8(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void iconv_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void igemm_u8s8_amx(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int8_t*,

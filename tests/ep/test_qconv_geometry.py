@@ -8,35 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
+from conv_cases import conv_cases
 from helpers import IR_VERSION, ISAS, run_cpu
 from optim.ep_plugin import placement, session
 
 INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
 N = helper.make_node
-
-
-@st.composite
-def conv_cases(draw):
-    spatial = draw(st.sampled_from([1, 2, 2]))
-    groups = draw(st.integers(1, 2))
-    c = dict(
-        spatial=spatial, n=draw(st.integers(1, 2)), groups=groups, cin_g=draw(st.integers(1, 5)),
-        cout_g=draw(st.sampled_from([1, 3, 8, 9, 16, 17, 20])),
-        kernel=[draw(st.integers(1, 3)) for _ in range(spatial)],
-        strides=[draw(st.integers(1, 3)) for _ in range(spatial)],
-        dilations=[draw(st.integers(1, 2)) for _ in range(spatial)],
-        pads=[draw(st.integers(0, 2)) for _ in range(2 * spatial)],
-        size=[draw(st.integers(1, 7))] * (spatial - 1) + [draw(st.sampled_from([1, 5, 8, 9, 16, 17, 23]))],
-        x_type=draw(st.sampled_from(["u8", "s8"])), w_zero=draw(st.sampled_from([0, 0, -3])),
-        relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
-    for d in range(spatial):  # at least one output pixel
-        span = (c["kernel"][d] - 1) * c["dilations"][d] + 1
-        if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:
-            c["pads"][d + spatial] += span - (c["size"][d] + c["pads"][d] + c["pads"][d + spatial])
-    return c
 
 
 def _model(c):

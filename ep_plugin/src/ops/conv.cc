@@ -1,12 +1,11 @@
-// Conv (1-D and 2-D, groups, strides, dilations, pads, auto_pad) on float32 as SGEMM:
-// per image and group, Y[Cout_g x OH*OW] = W_g[Cout_g x K] * im2col(X)[K x OH*OW], where the im2col
-// matrix is written straight into the packed-B panel layout (no separate pack pass). Bias and a
-// following Relu (when the plan fuses one) run in the GEMM epilogue. W is the GEMM's A operand as
-// stored, so weights and bias are read from the inputs on each run (constants or computed upstream).
+// Conv (1-D and 2-D, groups, strides, dilations, pads, auto_pad) on float32 as a direct convolution
+// (conv_direct.h): per image and group the input is copied once into the padded, stride-phased layout
+// and the kernel multiplies each output channel's weights by its taps, 8 output pixels at a time. Bias
+// and a following Relu (when the plan fuses one) run in the epilogue. The weights are read from the
+// input on each run (constants or computed upstream), as rows of K floats.
 #include <algorithm>
-#include <cstring>
 
-#include "conv_common.h"
+#include "conv_direct.h"
 
 namespace optim {
 namespace {
@@ -32,55 +31,58 @@ class ConvImpl : public Op {
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const ConvChunks ch = chunks(*in[0], infer(in)[0]);
-    return static_cast<size_t>(ch.slots * ch.panels_per_chunk * panel_floats()) * sizeof(float);
+    const DirectLayout l(cg_, *in[0]);
+    return static_cast<size_t>(cg_.k_dim()) * sizeof(int64_t) +
+           static_cast<size_t>(images_per_turn(l, (*in[0])[0], cg_.group, sizeof(float)) * cg_.group * l.per_image_group) *
+               sizeof(float);
   }
 
-  // Each work item packs its chunk's im2col panels into its slot's scratch and multiplies all of the
-  // group's output channels by them, so packing is threaded too and the panels are used in cache.
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& xs = *in[0].shape;
-    const Shape& ys = *out[0].shape;
-    const WindowGeometry geo = resolve_window(cg_.win, std::vector<int64_t>(xs.begin() + 2, xs.end()));
-    const int64_t k = cg_.k_dim();
-    const int64_t n_out = ConvGeometry::spatial_numel(ys);
+    const int64_t images = xs[0];
+    const int64_t n_out = ConvGeometry::spatial_numel(*out[0].shape);
+    if (images == 0 || n_out == 0) return;
+    const DirectLayout l(cg_, xs);
+    const int64_t k = cg_.k_dim(), cout_g = cg_.cout / cg_.group, groups = cg_.group;
+    int64_t* tap_off = static_cast<int64_t*>(rc.scratch());
+    float* prepared = reinterpret_cast<float*>(tap_off + k);
+    fill_tap_offsets(l, cg_.cin_g, k, tap_off);
     const int64_t n_in = ConvGeometry::spatial_numel(xs);
-    const int64_t cout_g = cg_.cout / cg_.group;
     const float* x = in[0].as<float>();
     const float* weights = in[1].as<float>();
     const float* bias = in.size() > 2 && in[2].present() ? in[2].as<float>() : nullptr;
     float* y = out[0].as<float>();
-    if (xs[0] == 0 || n_out == 0) return;
-    const ConvChunks ch = chunks(xs, ys);
-    constexpr int64_t NR = kernels::kSgemmNR;
-    const int64_t panels_total = (n_out + NR - 1) / NR;
-    float* scratch = static_cast<float*>(rc.scratch());
-    rc.parallel_for(static_cast<size_t>(ch.slots), [&](size_t slot) {
-      float* packed = scratch + static_cast<int64_t>(slot) * ch.panels_per_chunk * panel_floats();
-      for (int64_t item = static_cast<int64_t>(slot); item < ch.items; item += ch.slots) {
-        const int64_t chunk = item % ch.chunks, img_g = item / ch.chunks;
-        const int64_t p0 = chunk * ch.panels_per_chunk, p1 = std::min(panels_total, p0 + ch.panels_per_chunk);
-        const int64_t g = img_g % cg_.group;
-        im2col_panels<NR, 1>(x + img_g * cg_.cin_g * n_in, cg_, geo, p0, p1, n_out, packed, panel_floats(),
-                             [](int64_t kk) { return kk * kernels::kSgemmNR; }, [](float v) { return v; });
-        kernels::SgemmEpilogue ep;
-        ep.bias_row = bias ? bias + g * cout_g : nullptr;
-        ep.relu = relu_;
-        // The chunk's columns start at p0*NR: view C from there, with the chunk's panels as 0..p1-p0.
-        const int64_t c0 = p0 * NR;
-        rc.kernels.sgemm_packed(0, cout_g, 0, p1 - p0, n_out - c0, k, weights + g * cout_g * k, k, packed,
-                                y + img_g * cout_g * n_out + c0, n_out, ep);
-      }
-    });
+    run_direct(
+        rc, l, images, groups, cout_g * k * n_out, images_per_turn(l, images, groups, sizeof(float)),
+        [&](int64_t i0, int64_t ig) {
+          const int64_t img = i0 + ig / groups, g = ig % groups;
+          float* base = prepared + ig * l.per_image_group;
+          for (int64_t c = 0; c < cg_.cin_g; ++c)
+            prepare_plane(l, x + ((img * groups + g) * cg_.cin_g + c) * n_in, base + c * l.plane, 0.f, [](float v) { return v; });
+          std::fill(base + cg_.cin_g * l.plane, base + l.per_image_group, 0.f);  // the kernel's over-read slack
+        },
+        [&](int64_t i0, int64_t ig, int64_t s0, int64_t s1) {
+          const int64_t img = i0 + ig / groups, g = ig % groups;
+          kernels::SgemmEpilogue ep;
+          ep.bias_row = bias ? bias + g * cout_g : nullptr;
+          ep.relu = relu_;
+          kernels::FconvArgs args;
+          args.w = weights + g * cout_g * k;
+          args.ldw = k;
+          args.k = k;
+          args.x = prepared + ig * l.per_image_group;
+          args.tap_off = tap_off;
+          args.segs_per_row = l.segs_per_row;
+          args.out_w = l.ow;
+          args.row_step = l.sh * l.row_stride;
+          args.c = y + (img * cg_.cout + g * cout_g) * n_out;
+          args.ldc = n_out;
+          args.ep = &ep;
+          rc.kernels.fconv(0, cout_g, s0, s1, args);
+        });
   }
 
  private:
-  int64_t panel_floats() const { return cg_.k_dim() * kernels::kSgemmNR; }
-  ConvChunks chunks(const Shape& x, const Shape& y) const {
-    return ConvChunks(x[0] * cg_.group, ConvGeometry::spatial_numel(y), kernels::kSgemmNR,
-                      panel_floats() * static_cast<int64_t>(sizeof(float)));
-  }
-
   ConvGeometry cg_;
   bool relu_ = false;
 };

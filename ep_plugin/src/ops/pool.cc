@@ -1,7 +1,6 @@
 // Pooling on float32 NCHW (1-D and 2-D): MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 
 #include "spatial.h"
 
@@ -92,7 +91,7 @@ class PoolImpl : public Op {
       const int64_t per = (planes + tasks - 1) / tasks;
       const int64_t pl0 = static_cast<int64_t>(t) * per, pl1 = std::min(planes, pl0 + per);
       std::vector<uint8_t> nan_row(static_cast<size_t>(ow));
-      std::vector<T> row_max(std::is_integral_v<T> ? static_cast<size_t>(iw) : 0);
+      std::vector<T> row_max(is_max ? static_cast<size_t>(iw) : 0);
       for (int64_t pl = pl0; pl < pl1; ++pl) {
         const T* xp = x + pl * ih * iw;
         T* yp = y + pl * oh * ow;
@@ -101,11 +100,9 @@ class PoolImpl : public Op {
           const int64_t y0 = oy * sh - ph;
           const TapRange ry = taps(y0, dh, kh, 0, ih);
           std::fill(yr, yr + ow, is_max ? lowest : T{});
-          if constexpr (std::is_integral_v<T>) {
-            if (is_max) {  // (quantized tensors) no NaN; max of the rows first, then across the columns
-              max_rows_then_columns(xp, y0, ry, ih, iw, dh, kw, sw, dw, pw, ox_begin, ox_end, row_max.data(), yr);
-              continue;
-            }
+          if (is_max) {  // max of the rows first, then across the columns
+            max_rows_then_columns(xp, y0, ry, ih, iw, dh, kw, sw, dw, pw, ox_begin, ox_end, row_max.data(), yr);
+            continue;
           }
           std::fill(nan_row.begin(), nan_row.end(), 0);
           // Tap by tap, across the output row: the output columns are independent, so the loop
@@ -142,8 +139,13 @@ class PoolImpl : public Op {
     int64_t size() const { return end > begin ? end - begin : 0; }
   };
 
-  // Integer MaxPool of one output row: the element-wise max of its input rows (contiguous, so it
-  // vectorizes) into row_max, then one strided pass per kernel column instead of one per tap.
+  // max(acc, v) that propagates NaN as ONNX's MaxPool does (a NaN anywhere in the window wins), with
+  // std::max's tie order; a select the compiler vectorizes. For integers the NaN test is always false.
+  template <typename T>
+  static T max_nan(T acc, T v) { return (acc < v || v != v) ? v : acc; }
+
+  // MaxPool of one output row: the element-wise max of its input rows (contiguous, so it vectorizes)
+  // into row_max, then one strided pass per kernel column instead of one per tap.
   template <typename T>
   static void max_rows_then_columns(const T* xp, int64_t y0, TapRange ry, int64_t ih, int64_t iw, int64_t dh, int64_t kw,
                                     int64_t sw, int64_t dw, int64_t pw, const std::vector<int64_t>& ox_begin,
@@ -153,7 +155,7 @@ class PoolImpl : public Op {
     std::copy(xp + (y0 + ry.begin * dh) * iw, xp + (y0 + ry.begin * dh) * iw + iw, row_max);
     for (int64_t ky = ry.begin + 1; ky < ry.end; ++ky) {
       const T* __restrict xr = xp + (y0 + ky * dh) * iw;
-      for (int64_t i = 0; i < iw; ++i) row_max[i] = std::max(row_max[i], xr[i]);
+      for (int64_t i = 0; i < iw; ++i) row_max[i] = max_nan(row_max[i], xr[i]);
     }
     for (int64_t kx = 0; kx < kw; ++kx) {
       const int64_t ox0 = ox_begin[kx], ox1 = ox_end[kx];
@@ -161,9 +163,9 @@ class PoolImpl : public Op {
       const T* r = row_max + ox0 * sw + kx * dw - pw;
       T* o = yr + ox0;
       const int64_t n = ox1 - ox0;
-      if (sw == 1) for (int64_t i = 0; i < n; ++i) o[i] = std::max(o[i], r[i]);
-      else if (sw == 2) for (int64_t i = 0; i < n; ++i) o[i] = std::max(o[i], r[2 * i]);
-      else for (int64_t i = 0; i < n; ++i) o[i] = std::max(o[i], r[i * sw]);
+      if (sw == 1) for (int64_t i = 0; i < n; ++i) o[i] = max_nan(o[i], r[i]);
+      else if (sw == 2) for (int64_t i = 0; i < n; ++i) o[i] = max_nan(o[i], r[2 * i]);
+      else for (int64_t i = 0; i < n; ++i) o[i] = max_nan(o[i], r[i * sw]);
     }
   }
   // Kernel taps t in [0, k) whose position start + t*dil lies in [lo, hi).

@@ -10,53 +10,15 @@
 // quads, with the activation zero point compensated per output channel).
 #include <algorithm>
 
-#include "conv_common.h"
+#include "conv_direct.h"
 #include "qgemm.h"
 
 namespace optim {
 namespace {
 
-using kernels::kIconvSeg;
-
 int32_t int_at(const Tensor& t, int64_t i) {
   return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
 }
-
-// Prepared input buffers per call take at most this much scratch (more images are done in turns).
-constexpr int64_t kPrepBudgetBytes = 8 << 20;
-
-// Where everything lies for one input shape: the prepared input of one (image, group) is cin_g planes
-// [padded row][column phase][column / stride], then slack for the kernel's over-reads.
-struct DirectLayout {
-  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  int64_t hp = 1, wp = 1, wq = 1, row_stride = 1, plane = 1, per_image_group = 1;
-  int64_t segs_per_row = 1, segs = 1;
-
-  DirectLayout(const ConvGeometry& cg, const Shape& x) {
-    const WindowGeometry geo = resolve_window(cg.win, std::vector<int64_t>(x.begin() + 2, x.end()));
-    const bool two_d = cg.spatial == 2;
-    const size_t last = cg.spatial - 1;
-    if (two_d) {
-      h = geo.in[0], oh = geo.out[0], kh = cg.win.kernel[0], sh = cg.win.strides[0], dh = cg.win.dilations[0];
-      ph = geo.pad_begin[0];
-    }
-    w = geo.in[last], ow = geo.out[last], kw = cg.win.kernel[last], sw = cg.win.strides[last];
-    dw = cg.win.dilations[last], pw = geo.pad_begin[last];
-    // Only the padded rows and columns some output pixel reads.
-    hp = std::max<int64_t>(1, (oh - 1) * sh + (kh - 1) * dh + 1);
-    wp = std::max<int64_t>(1, (ow - 1) * sw + (kw - 1) * dw + 1);
-    wq = ceil_div(wp, sw);
-    row_stride = sw * wq;
-    plane = hp * row_stride;
-    per_image_group = (cg.cin_g * plane + kIconvSeg + 15) / 16 * 16;  // slack, then 32-byte aligned
-    segs_per_row = (ow + kIconvSeg - 1) / kIconvSeg;
-    segs = oh * segs_per_row;
-  }
-  // Offset of tap (channel c, ky, kx) from a pixel's segment start.
-  int64_t tap(int64_t c, int64_t ky, int64_t kx) const {
-    return c * plane + ky * dh * row_stride + ((kx * dw) % sw) * wq + (kx * dw) / sw;
-  }
-};
 
 class QConvImpl : public Op {
  public:
@@ -112,7 +74,7 @@ class QConvImpl : public Op {
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const DirectLayout l(cg_, *in[0]);
     return static_cast<size_t>(taps()) * sizeof(int64_t) +
-           static_cast<size_t>(images_per_turn(l, (*in[0])[0]) * cg_.group * l.per_image_group) * elem_bytes();
+           static_cast<size_t>(images_per_turn(l, (*in[0])[0], cg_.group, elem_bytes()) * cg_.group * l.per_image_group) * elem_bytes();
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
@@ -125,35 +87,13 @@ class QConvImpl : public Op {
     int64_t* tap_off = static_cast<int64_t*>(rc.scratch());
     uint8_t* prepared = reinterpret_cast<uint8_t*>(tap_off + taps());
     fill_taps(l, tap_off);
-    const int64_t groups = cg_.group;
-    const int64_t turn = images_per_turn(l, images);
-    // Multiply-adds per (image, group): waking a pool thread costs about as much as a million of them.
-    const int64_t macs = cg_.cout / groups * cg_.k_dim() * n_out;
-    for (int64_t i0 = 0; i0 < images; i0 += turn) {
-      const int64_t igs = (std::min(images, i0 + turn) - i0) * groups;
-      if (igs >= 4) {  // enough (image, group) pairs: each task prepares its input and convolves it
-        rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(macs * igs / kMacsPerTask, 1, igs)), [&](size_t t) {
-          const int64_t tasks = std::clamp<int64_t>(macs * igs / kMacsPerTask, 1, igs);
-          for (int64_t ig = static_cast<int64_t>(t); ig < igs; ig += tasks) {
-            prepare_input(in[0], l, i0, ig, prepared);
-            convolve(l, i0, ig, 0, l.segs, prepared, tap_off, out[0], rc);
-          }
-        });
-        continue;
-      }
-      for (int64_t ig = 0; ig < igs; ++ig) prepare_input(in[0], l, i0, ig, prepared);
-      const int64_t chunks = std::clamp<int64_t>(macs / kMacsPerTask, 1, l.segs);
-      const int64_t per = (l.segs + chunks - 1) / chunks;
-      rc.parallel_for(static_cast<size_t>(igs * chunks), [&](size_t t) {
-        const int64_t ig = static_cast<int64_t>(t) / chunks, s0 = static_cast<int64_t>(t) % chunks * per;
-        convolve(l, i0, ig, s0, std::min(l.segs, s0 + per), prepared, tap_off, out[0], rc);
-      });
-    }
+    run_direct(rc, l, images, cg_.group, cg_.cout / cg_.group * cg_.k_dim() * n_out,
+               images_per_turn(l, images, cg_.group, elem_bytes()),
+               [&](int64_t i0, int64_t ig) { prepare_input(in[0], l, i0, ig, prepared); },
+               [&](int64_t i0, int64_t ig, int64_t s0, int64_t s1) { convolve(l, i0, ig, s0, s1, prepared, tap_off, out[0], rc); });
   }
 
  private:
-  static constexpr int64_t kMacsPerTask = 1 << 20;
-
   // The prepared input of (image i0 + ig / group, group ig % group), all its channels.
   void prepare_input(const TensorRef& x, const DirectLayout& l, int64_t i0, int64_t ig, uint8_t* prepared) const {
     const int64_t img = i0 + ig / cg_.group, g = ig % cg_.group;
@@ -213,54 +153,7 @@ class QConvImpl : public Op {
   // Tap offsets: K padded to the kernel's group of 2 (pairs) or 4 (quads).
   int64_t taps() const { return u8s8_ ? 4 * kq_ : 2 * kp_; }
 
-  int64_t images_per_turn(const DirectLayout& l, int64_t images) const {
-    const int64_t per_image = cg_.group * l.per_image_group * elem_bytes();
-    return std::clamp<int64_t>(kPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(images, 1));
-  }
-
-  void fill_taps(const DirectLayout& l, int64_t* tap_off) const {
-    int64_t k = 0;
-    for (int64_t c = 0; c < cg_.cin_g; ++c)
-      for (int64_t ky = 0; ky < l.kh; ++ky)
-        for (int64_t kx = 0; kx < l.kw; ++kx) tap_off[k++] = l.tap(c, ky, kx);
-    std::fill(tap_off + k, tap_off + taps(), int64_t{0});  // K's padding: the weights there are 0
-  }
-
-  // One channel: padded rows; per row, column phase f holds padded columns f, f + s, f + 2s, ...
-  // convert(x) is the stored value of an input; padding stores `pad` (the kernel's real 0).
-  template <typename T, typename Out, typename Convert>
-  static void prepare_plane(const DirectLayout& layout, const T* __restrict x, Out* __restrict dst, Out pad, Convert convert) {
-    // Locals, not layout's fields: byte stores could alias them and would force a reload per element.
-    const int64_t hp = layout.hp, h = layout.h, w = layout.w, ph = layout.ph, pw = layout.pw, wq = layout.wq;
-    const int64_t sw = layout.sw, row_stride = layout.row_stride;
-    const int64_t end_col = std::min(layout.wp, pw + w);  // padded columns from here on are not read
-    for (int64_t r = 0; r < hp; ++r) {
-      Out* __restrict row = dst + r * row_stride;
-      const int64_t iy = r - ph;
-      if (iy < 0 || iy >= h) {
-        std::fill(row, row + row_stride, pad);
-        continue;
-      }
-      const T* __restrict xr = x + iy * w;
-      for (int64_t f = 0; f < sw; ++f) {
-        Out* __restrict o = row + f * wq;
-        // Slots j hold padded column j*s + f, i.e. input column j*s + f - pw: valid for j in [lo, hi).
-        const int64_t lo = std::min(wq, ceil_div(std::max<int64_t>(0, pw - f), sw));
-        const int64_t hi = std::clamp<int64_t>(ceil_div(std::max<int64_t>(0, end_col - f), sw), lo, wq);
-        std::fill(o, o + lo, pad);
-        const T* __restrict xs = xr + lo * sw + f - pw;
-        const int64_t n = hi - lo;
-        if (sw == 1) {
-          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[j]);
-        } else if (sw == 2) {
-          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[2 * j]);
-        } else {
-          for (int64_t j = 0; j < n; ++j) o[lo + j] = convert(xs[j * sw]);
-        }
-        std::fill(o + hi, o + wq, pad);
-      }
-    }
-  }
+  void fill_taps(const DirectLayout& l, int64_t* tap_off) const { fill_tap_offsets(l, cg_.cin_g, taps(), tap_off); }
 
   ConvGeometry cg_;
   DType x_dtype_ = DType::kUint8;
