@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "fconv_store_avx2.h"
 #include "iconv_segment.h"
 
 namespace optim::kernels {
@@ -42,23 +43,6 @@ inline void tile(const FconvArgs& g, const float* w, const float* x0, const floa
 using TileFn = void (*)(const FconvArgs&, const float*, const float*, const float*, float*);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
-// The epilogue for `cols` <= 8 pixels of channel i.
-inline void store(const float* acc, float* crow, int64_t i, int64_t cols, const SgemmEpilogue& ep) {
-  if (cols == 8) {
-    __m256 v = _mm256_mul_ps(_mm256_set1_ps(ep.alpha), _mm256_loadu_ps(acc));
-    if (ep.bias_row) v = _mm256_add_ps(v, _mm256_set1_ps(ep.bias_row[i]));
-    if (ep.relu) v = _mm256_max_ps(_mm256_setzero_ps(), v);  // NaN propagates (second operand wins)
-    _mm256_storeu_ps(crow, v);
-    return;
-  }
-  for (int64_t t = 0; t < cols; ++t) {
-    float v = ep.alpha * acc[t];
-    if (ep.bias_row) v += ep.bias_row[i];
-    if (ep.relu) v = std::max(v, 0.f);
-    crow[t] = v;
-  }
-}
-
 }  // namespace
 
 void fconv_avx2_6x16(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& g) {
@@ -72,8 +56,8 @@ void fconv_avx2_6x16(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const Fconv
       const int64_t rows = std::min<int64_t>(kRows, m1 - i);
       kTiles[rows](g, g.w + i * g.ldw, g.x + a.in, g.x + b.in, acc);
       for (int64_t r = 0; r < rows; ++r) {
-        store(acc + r * 16, g.c + (i + r) * g.ldc + a.out, i + r, a.cols, *g.ep);
-        if (pair) store(acc + r * 16 + 8, g.c + (i + r) * g.ldc + b.out, i + r, b.cols, *g.ep);
+        store_segment(acc + r * 16, g.c + (i + r) * g.ldc + a.out, i + r, a.cols, *g.ep);
+        if (pair) store_segment(acc + r * 16 + 8, g.c + (i + r) * g.ldc + b.out, i + r, b.cols, *g.ep);
       }
     }
   }

@@ -51,8 +51,11 @@ const KernelTable& kernel_table(Isa isa) {
     KernelTable t = avx2;
     t.isa = Isa::kAvx512Vnni;
     t.sgemm_packed = sgemm_packed_avx512_8x32;
-    for (auto& name : t.names)
+    t.fconv = fconv_avx512_8x32;
+    for (auto& name : t.names) {
       if (name == "sgemm_f32_avx2_6x16") name = "sgemm_f32_avx512_8x32";
+      if (name == "fconv_f32_avx2_6x16") name = "fconv_f32_avx512_8x32";
+    }
     t.igemm_u8s8 = igemm_u8s8_avx512vnni;
     t.names.push_back("igemm_u8s8_avx512vnni_8x32");
     t.iconv_u8s8 = iconv_u8s8_avx512vnni;

@@ -207,6 +207,7 @@ void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t
 void iconv_scalar(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void fconv_scalar(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
 void fconv_avx2_6x16(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
+void fconv_avx512_8x32(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
 void iconv_avx2_8x8(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void iconv_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
 void igemm_u8s8_amx(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int8_t*,
