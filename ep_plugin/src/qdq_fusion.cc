@@ -145,7 +145,14 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
       refuse(mm, "input A is not a uint8/int8 tensor dequantized with a constant per-tensor scale and zero point");
       continue;
     }
-    if (conv ? !conv_weight_dq_ok(g, *dw) : !weight_dq_ok(g, *dw, trans_b)) {
+    // MatMul of two quantized activations (attention's Q x K^T and P x V): an integer unit too, B packed per run.
+    auto matrix_rank = [&](const std::string& v) {  // both operands at least 2-D (no vector products)
+      const ValueInfo* vi = g.value(v);
+      return vi && vi->has_shape && vi->shape.size() >= 2;
+    };
+    const bool act_act = mm.op == "MatMul" && !g.constant(dw->inputs[0]) && activation_dq_ok(g, *dw) &&
+                         matrix_rank(dx->inputs[0]) && matrix_rank(dw->inputs[0]);
+    if (!act_act && (conv ? !conv_weight_dq_ok(g, *dw) : !weight_dq_ok(g, *dw, trans_b))) {
       refuse(mm, conv ? "its weights are not a constant 1-D/2-D int8/uint8 kernel dequantized per tensor or per output channel"
                       : "input B is not a constant 2-D int8/uint8 weight dequantized per tensor or per output column");
       continue;
@@ -156,7 +163,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
       continue;
     }
     const Tensor* w = g.constant(dw->inputs[0]);
-    const int64_t n = conv ? w->shape[0] : trans_b ? w->shape[0] : w->shape[1];
+    const int64_t n = act_act ? -1 : conv ? w->shape[0] : trans_b ? w->shape[0] : w->shape[1];  // -1: no bias
 
     // Walk forward: [bias Add] [Relu] QuantizeLinear, each the sole reader of the value before it.
     std::vector<float> bias;
@@ -171,7 +178,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
       bias_dq = m.produced_by(mm.inputs[2], "DequantizeLinear");
     }
     const Node* next = m.sole_reader(value);
-    if (next && !gemm && !conv && next->op == "Add" && bias.empty()) {
+    if (next && !gemm && !conv && !act_act && next->op == "Add" && bias.empty()) {
       const std::string& other = next->inputs[0] == value ? next->inputs[1] : next->inputs[0];
       if (bias_values(g, m, other, n, &bias)) {
         bias_dq = m.produced_by(other, "DequantizeLinear");
@@ -201,7 +208,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
 
     Node q;
     q.name = mm.name;  // errors name the user's MatMul/Gemm
-    q.op = conv ? "QConv" : "QGemm";
+    q.op = conv ? "QConv" : act_act ? "QMatMul" : "QGemm";
     q.domain = kInternalDomain;
     q.since_version = 1;
     q.inputs.assign(kQGemmInputCount, "");
@@ -238,7 +245,7 @@ size_t fuse_qdq_units(Graph& g, const std::vector<std::string>& outputs, std::ve
     for (const Node* c : chain) m.kill(c);
     m.kill(next);
     m.kill_if_unread(dw);
-    m.kill_if_unread(dx);
+    if (dx != dw) m.kill_if_unread(dx);  // x x x reads one DequantizeLinear twice
     if (bias_dq) m.kill_if_unread(bias_dq);
     added.push_back(std::move(q));
   }

@@ -1,6 +1,7 @@
 // Rewrites QDQ units inside a partition into integer ops before the plan is built:
 //   DequantizeLinear(x) , DequantizeLinear(W const) -> MatMul | Gemm | Conv (+ bias) [-> Relu] -> QuantizeLinear
-// becomes one internal QGemm or QConv node (exact int32 accumulation, requantized in the epilogue). A unit
+// becomes one internal QGemm or QConv node (exact int32 accumulation, requantized in the epilogue), and
+// DequantizeLinear(a) x DequantizeLinear(b) -> MatMul -> QuantizeLinear of two activations one QMatMul. A unit
 // that does not match stays as it is and runs in float, which is still exactly what ONNX defines.
 #pragma once
 

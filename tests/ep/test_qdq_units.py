@@ -307,3 +307,59 @@ def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_typ
     want = _integer_unit_replica(x, p)
     for isa in ISAS:
         np.testing.assert_array_equal(run_optim(model, {"x": x}, isa=isa)[0], want, err_msg=f"{isa} m={m} k={k} n={n}")
+
+
+# --- activation x activation MatMul units (attention) -------------------------------------------------
+
+def _act_matmul_model(a_shape, b_shape, a_type, b_type, relu, seed):
+    rng = np.random.default_rng(seed)
+    np_of = {"u8": np.uint8, "s8": np.int8}
+    onnx_of = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
+    za = np.array(rng.integers(100, 156) if a_type == "u8" else rng.integers(-20, 20), np_of[a_type])
+    zb = np.array(rng.integers(100, 156) if b_type == "u8" else rng.integers(-20, 20), np_of[b_type])
+    k = a_shape[-1]
+    inits = {"sa": np.float32(0.03), "za": za, "sb": np.float32(0.02), "zb": zb,
+             "ys": np.float32(0.03 * 0.02 * np.sqrt(k) * 60), "yz": np.array(128, np.uint8)}
+    nodes = [N("DequantizeLinear", ["a", "sa", "za"], ["af"]), N("DequantizeLinear", ["b", "sb", "zb"], ["bf"]),
+             N("MatMul", ["af", "bf"], ["mm"], name="attn")]
+    last = "mm"
+    if relu:
+        nodes.append(N("Relu", ["mm"], ["r"]))
+        last = "r"
+    nodes.append(N("QuantizeLinear", [last, "ys", "yz"], ["y"]))
+    graph = helper.make_graph(nodes, "qmatmul", [helper.make_tensor_value_info("a", onnx_of[a_type], a_shape),
+                                                 helper.make_tensor_value_info("b", onnx_of[b_type], b_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    feeds = {n: rng.integers(np.iinfo(np_of[t]).min, np.iinfo(np_of[t]).max + 1, s).astype(np_of[t])
+             for n, t, s in (("a", a_type, a_shape), ("b", b_type, b_shape))}
+    return model, feeds, inits
+
+
+def _act_matmul_replica(feeds, p, relu):
+    acc = (feeds["a"].astype(np.int64) - np.int64(p["za"])) @ (feeds["b"].astype(np.int64) - np.int64(p["zb"]))
+    real = acc.astype(np.int32).astype(np.float32) * (np.float32(p["sa"]) * np.float32(p["sb"]))
+    q = np.rint((real * (np.float32(1) / np.float32(p["ys"]))).astype(np.float32)) + np.float32(p["yz"])
+    return np.clip(q, int(p["yz"]) if relu else 0, 255).astype(np.uint8)
+
+
+ACT_CASES = {
+    "attention_scores_u8u8": dict(a_shape=[2, 3, 7, 16], b_shape=[2, 3, 16, 7], a_type="u8", b_type="u8", relu=False),
+    "attention_values_s8u8_relu": dict(a_shape=[1, 4, 9, 9], b_shape=[1, 4, 9, 5], a_type="s8", b_type="u8", relu=True),
+    "broadcast_leading_dims": dict(a_shape=[1, 3, 5, 33], b_shape=[2, 1, 33, 20], a_type="u8", b_type="s8", relu=False),
+    "shared_2d_b": dict(a_shape=[3, 6, 10], b_shape=[10, 17], a_type="s8", b_type="s8", relu=False),
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(ACT_CASES))
+def test_activation_matmul_unit_is_integer_and_exact(cid, isa):
+    case = ACT_CASES[cid]
+    model, feeds, p = _act_matmul_model(**case, seed=len(cid))
+    sess = session(model, fallback=False, isa=isa)
+    assert [s for steps in placement(sess).compiled.values() for s in steps] == ["QMatMul 'attn'"]
+    got = sess.run(None, feeds)[0]
+    np.testing.assert_array_equal(got, _act_matmul_replica(feeds, p, case["relu"]), err_msg=cid)
+    ref = run_cpu(model, feeds)[0]
+    assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= INT8_STEP_TOLERANCE

@@ -233,9 +233,10 @@ void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int
 
 OpDef qconv_op_def();  // qconv.cc
 OpDef qadd_op_def();   // qadd.cc
+OpDef qmatmul_op_def();  // qmatmul.cc
 
 std::vector<OpDef> internal_op_defs() {
-  return {{"QGemm", 1, 1, check_internal, create_qgemm}, qconv_op_def(), qadd_op_def()};
+  return {{"QGemm", 1, 1, check_internal, create_qgemm}, qconv_op_def(), qadd_op_def(), qmatmul_op_def()};
 }
 
 }  // namespace optim

@@ -1,0 +1,108 @@
+// QMatMul: the integer form of a QDQ MatMul of two activations, DequantizeLinear(a) x DequantizeLinear(b)
+// [-> Relu] -> QuantizeLinear (attention's Q x K^T and P x V), built by qdq_fusion.cc with QGemm's input
+// layout (the "weights" are the run-time tensor B). Per matrix of the batch: A's rows minus their zero
+// point as int16, B minus its zero point packed into int16-pair panels (per run: B changes every call),
+// then the exact int16-pair GEMM with the requantizing epilogue. Both operands are per tensor, so
+// uint8 x uint8 works too (the u8 x s8 VNNI/AMX kernels could not take B as it is).
+#include <algorithm>
+
+#include "broadcast.h"
+#include "qgemm.h"
+
+namespace optim {
+namespace {
+
+template <typename T>
+void widen_rows(const T* a, int64_t m, int64_t k, int32_t zero, int64_t lda, int16_t* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    int16_t* row = out + i * lda;
+    for (int64_t kk = 0; kk < k; ++kk) row[kk] = static_cast<int16_t>(static_cast<int32_t>(a[i * k + kk]) - zero);
+    for (int64_t kk = k; kk < lda; ++kk) row[kk] = 0;
+  }
+}
+
+// B (k x n) minus its zero point into the igemm panels: per panel and K pair, NR (even, odd) pairs.
+template <typename T>
+void pack_b(const T* b, int64_t k, int64_t n, int32_t zero, int64_t kp, int16_t* out) {
+  constexpr int64_t NR = kernels::kIgemmNR;
+  const int64_t panels = (n + NR - 1) / NR;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t q = 0; q < kp; ++q) {
+      int16_t* o = out + (p * kp + q) * 2 * NR;
+      for (int64_t j = 0; j < NR; ++j)
+        for (int64_t t = 0; t < 2; ++t) {
+          const int64_t kk = 2 * q + t, col = p * NR + j;
+          o[2 * j + t] = kk < k && col < n ? static_cast<int16_t>(static_cast<int32_t>(b[kk * n + col]) - zero) : 0;
+        }
+    }
+}
+
+class QMatMulImpl : public Op {
+ public:
+  QMatMulImpl(const Node& n, const Graph& g) {
+    const QuantParams qp = read_quant_params(n, g);
+    a_dtype_ = qp.x_dtype;
+    a_zero_ = qp.x_zero;
+    const ValueInfo* b = g.value(n.inputs[kQGemmW]);
+    b_dtype_ = b ? b->dtype : DType::kUndefined;
+    if (b_dtype_ != DType::kUint8 && b_dtype_ != DType::kInt8) throw Error("B is not uint8/int8");
+    if (qp.w_scales->numel() != 1) throw Error("B's scale is not per tensor");
+    b_zero_ = qp.w_zero(0);
+    ep_ = qp.epilogue;
+    ep_.scale = qp.x_scale * qp.w_scale(0);
+  }
+
+  // A [..., M, K] x B [..., K, N], the leading dims broadcast as numpy does.
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& a = *in[0];
+    const Shape& b = *in[kQGemmW];
+    if (a.size() < 2 || b.size() < 2 || a.back() != b[b.size() - 2])
+      throw Error("A " + shape_str(a) + " and B " + shape_str(b) + " do not multiply");
+    Shape out = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
+    out.push_back(a[a.size() - 2]);
+    out.push_back(b.back());
+    return {out};
+  }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    const Shape& a = *in[0];
+    const int64_t m = a[a.size() - 2], kp = (a.back() + 1) / 2, n = in[kQGemmW]->back();
+    return (static_cast<size_t>(m * 2 * kp) + kernels::igemm_packed_b_elems(kp, n)) * sizeof(int16_t);
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& as = *in[0].shape;
+    const Shape& bs = *in[kQGemmW].shape;
+    const Shape& ys = *out[0].shape;
+    const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back(), kp = (k + 1) / 2;
+    if (m == 0 || n == 0) return;
+    int16_t* a16 = static_cast<int16_t*>(rc.scratch());
+    int16_t* packed = a16 + m * 2 * kp;
+    auto* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
+    const Shape lead(ys.begin(), ys.end() - 2), a_lead(as.begin(), as.end() - 2), b_lead(bs.begin(), bs.end() - 2);
+    int64_t packed_for = -1;  // the B matrix now in `packed`
+    for_each_broadcast<2>(lead, {&a_lead, &b_lead}, [&](int64_t o, const std::array<int64_t, 2>& at) {
+      if (a_dtype_ == DType::kUint8) widen_rows(in[0].as<uint8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
+      else widen_rows(in[0].as<int8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
+      if (at[1] != packed_for) {
+        if (b_dtype_ == DType::kUint8) pack_b(in[kQGemmW].as<uint8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
+        else pack_b(in[kQGemmW].as<int8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
+        packed_for = at[1];
+      }
+      run_igemm(rc, m, n, kp, a16, 2 * kp, packed, y + o * m * n, n, ep_);
+    });
+  }
+
+ private:
+  DType a_dtype_ = DType::kUint8, b_dtype_ = DType::kUint8;
+  int32_t a_zero_ = 0, b_zero_ = 0;
+  kernels::IgemmEpilogue ep_;
+};
+
+std::unique_ptr<Op> create_qmatmul(const Node& n, const Graph& g) { return std::make_unique<QMatMulImpl>(n, g); }
+
+}  // namespace
+
+OpDef qmatmul_op_def() { return {"QMatMul", 1, 1, [](const Node&, const Graph&) { return std::string(); }, create_qmatmul}; }
+
+}  // namespace optim
