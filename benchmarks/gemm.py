@@ -18,8 +18,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would
 import sys
 from pathlib import Path
 
-import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+import numpy as np  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import HERE, _header, _replace_between, cpu_model, summarize, time_pair  # noqa: E402
@@ -67,9 +68,6 @@ def main(argv=None) -> int:
     print(f"fastest measured: {ceiling:.0f} GOP/s")
     if not args.no_markdown:
         command = "make bench  # = .venv/bin/python benchmarks/gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        import onnxruntime as ort
-        import os
-
         machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__, "threads": args.threads,
                    "runs": args.runs}
         lines = _header(machine, command) + [

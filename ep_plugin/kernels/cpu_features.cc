@@ -46,10 +46,6 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
-}  // namespace optim::kernels
-
-namespace optim::kernels {
-
 bool amx_usable() {
   static const bool usable = [] {
     if (!cpu_features().amx_int8) return false;

@@ -49,9 +49,9 @@ void fconv_avx2_6x16(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const Fconv
   static_assert(kIconvSeg == 8, "a segment is one ymm of floats");
   alignas(32) float acc[kRows * 16];
   for (int64_t s = s0; s < s1; s += 2) {
-    const IconvSegment a = iconv_segment(g, s);
+    const IconvSegment a = iconv_segment(g.segs, s);
     const bool pair = s + 1 < s1;
-    const IconvSegment b = pair ? iconv_segment(g, s + 1) : a;  // a lone last segment: computed twice, kept once
+    const IconvSegment b = pair ? iconv_segment(g.segs, s + 1) : a;  // a lone last segment: computed twice, kept once
     for (int64_t i = m0; i < m1; i += kRows) {
       const int64_t rows = std::min<int64_t>(kRows, m1 - i);
       kTiles[rows](g, g.w + i * g.ldw, g.x + a.in, g.x + b.in, acc);

@@ -60,7 +60,7 @@ void fconv_avx512_8x32(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const Fco
     IconvSegment seg[kSegs];
     const float* x[kSegs];
     for (int64_t h = 0; h < kSegs; ++h) {
-      seg[h] = iconv_segment(g, s + std::min(h, segs - 1));  // past the last: the last again, not kept
+      seg[h] = iconv_segment(g.segs, s + std::min(h, segs - 1));  // past the last: the last again, not kept
       x[h] = g.x + seg[h].in;
     }
     for (int64_t i = m0; i < m1; i += kRows) {

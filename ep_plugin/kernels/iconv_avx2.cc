@@ -43,7 +43,7 @@ constexpr TileFn kTiles[kIconvMR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, til
 void iconv_avx2_8x8(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& g) {
   static_assert(kIconvSeg == 8 && kIconvMR == 8, "the tile is one ymm of 8 pixels by 8 channels");
   alignas(32) int32_t acc[kIconvMR * kIconvSeg];
-  for_each_iconv_tile<kIconvMR>(g, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
+  for_each_iconv_tile<kIconvMR>(g.segs, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
     kTiles[rows](g, static_cast<const int16_t*>(g.a) + i * g.lda, static_cast<const int16_t*>(g.x) + seg.in, acc);
     for (int64_t r = 0; r < rows; ++r) store_row(acc + r * kIconvSeg, i + r, seg.out, seg.cols, *g.ep, g.c, g.ldc);
   });

@@ -10,7 +10,7 @@ namespace optim::kernels {
 
 void iconv_scalar(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& g) {
   for (int64_t s = s0; s < s1; ++s) {
-    const IconvSegment seg = iconv_segment(g, s);
+    const IconvSegment seg = iconv_segment(g.segs, s);
     const int64_t cols = seg.cols, j0 = seg.out;
     const int16_t* x = static_cast<const int16_t*>(g.x) + seg.in;
     for (int64_t i = m0; i < m1; ++i) {

@@ -14,16 +14,14 @@ struct IconvSegment {
   int64_t out;   // its first column of C
 };
 
-// Args: IconvArgs or FconvArgs (the same segment geometry).
-template <typename Args>
-inline IconvSegment iconv_segment(const Args& g, int64_t s) {
-  const int64_t row = s / g.segs_per_row, col = (s % g.segs_per_row) * kIconvSeg;
+inline IconvSegment iconv_segment(const ConvSegments& g, int64_t s) {
+  const int64_t row = s / g.per_row, col = (s % g.per_row) * kIconvSeg;
   return {std::min(kIconvSeg, g.out_w - col), row * g.row_step + col, row * g.out_w + col};
 }
 
 // Calls tile(segment, first row, rows) for segments [s0, s1) and rows [m0, m1) in blocks of MR.
-template <int64_t MR, typename Args, typename Tile>
-inline void for_each_iconv_tile(const Args& g, int64_t m0, int64_t m1, int64_t s0, int64_t s1, Tile tile) {
+template <int64_t MR, typename Tile>
+inline void for_each_iconv_tile(const ConvSegments& g, int64_t m0, int64_t m1, int64_t s0, int64_t s1, Tile tile) {
   for (int64_t s = s0; s < s1; ++s) {
     const IconvSegment seg = iconv_segment(g, s);
     for (int64_t i = m0; i < m1; i += MR) tile(seg, i, std::min(MR, m1 - i));

@@ -74,7 +74,7 @@ void iconv_u8s8_avx512vnni(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const
   alignas(32) int32_t acc[kIconvU8S8MR * kIconvSeg];
   const IgemmEpilogue& ep = *g.ep;
   const bool quantized_rows = ep.out != QuantOut::kFloat32 && ep.scale_row && !ep.scale_col && !ep.bias_col;
-  for_each_iconv_tile<kIconvU8S8MR>(g, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
+  for_each_iconv_tile<kIconvU8S8MR>(g.segs, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
     IconvArgs gi = g;
     gi.comp_row = g.comp_row ? g.comp_row + i : nullptr;
     const bool direct = quantized_rows && seg.cols == kIconvSeg;

@@ -36,6 +36,16 @@ bool parse_isa(const std::string& text, Isa* out) {
   return false;
 }
 
+namespace {
+
+// A table built on another's names the kernel it swapped in.
+void rename_kernel(KernelTable& t, const std::string& from, const std::string& to) {
+  for (auto& name : t.names)
+    if (name == from) name = to;
+}
+
+}  // namespace
+
 const KernelTable& kernel_table(Isa isa) {
   static const KernelTable scalar{Isa::kScalar, sgemm_packed_scalar, binary_vv_scalar, binary_vs_scalar,
                                   binary_sv_scalar, unary_scalar, clip_scalar, igemm_packed_scalar,
@@ -52,10 +62,8 @@ const KernelTable& kernel_table(Isa isa) {
     t.isa = Isa::kAvx512Vnni;
     t.sgemm_packed = sgemm_packed_avx512_8x32;
     t.fconv = fconv_avx512_8x32;
-    for (auto& name : t.names) {
-      if (name == "sgemm_f32_avx2_6x16") name = "sgemm_f32_avx512_8x32";
-      if (name == "fconv_f32_avx2_6x16") name = "fconv_f32_avx512_8x32";
-    }
+    rename_kernel(t, "sgemm_f32_avx2_6x16", "sgemm_f32_avx512_8x32");
+    rename_kernel(t, "fconv_f32_avx2_6x16", "fconv_f32_avx512_8x32");
     t.igemm_u8s8 = igemm_u8s8_avx512vnni;
     t.names.push_back("igemm_u8s8_avx512vnni_8x32");
     t.iconv_u8s8 = iconv_u8s8_avx512vnni;
@@ -68,8 +76,7 @@ const KernelTable& kernel_table(Isa isa) {
     t.igemm_u8s8 = igemm_u8s8_amx;
     t.igemm_u8s8_kq_multiple = kAmxKq;
     t.igemm_u8s8_row_pad = kAmxRows - 1;
-    for (auto& name : t.names)
-      if (name == "igemm_u8s8_avx512vnni_8x32") name = "igemm_u8s8_amx_32x32";
+    rename_kernel(t, "igemm_u8s8_avx512vnni_8x32", "igemm_u8s8_amx_32x32");
     return t;
   }();
   if (isa == Isa::kAmx) return amx;

@@ -82,8 +82,8 @@ void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_
 // --- Direct int8 convolution (no im2col) --------------------------------------------------------------
 // The input of one image and group is prepared once so that for every kernel tap k the values a run of
 // kIconvSeg consecutive output pixels of one output row read are consecutive: pixel t of segment s
-// reads x[seg_in(s) + tap_off[k] + t]. Segment s covers output row s / segs_per_row, columns
-// (s % segs_per_row) * kIconvSeg onwards (up to out_w), starts at seg_in = row * row_step + column,
+// reads x[seg_in(s) + tap_off[k] + t]. Segment s covers output row s / per_row, columns
+// (s % per_row) * kIconvSeg onwards (up to out_w), starts at seg_in = row * row_step + column,
 // and lands at C column row * out_w + column. Kernels may read up to kIconvSeg - 1 values past a
 // segment's last pixel (the caller leaves that much slack); those only feed lanes that are discarded.
 // Two forms, both exact integer sums followed by the IgemmEpilogue:
@@ -96,12 +96,16 @@ void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_
 constexpr int64_t kIconvSeg = 8;
 constexpr int64_t kIconvMR = 8;
 constexpr int64_t kIconvU8S8MR = 16;
+// The segment geometry above, shared by the integer and float direct convolutions.
+struct ConvSegments {
+  int64_t per_row = 1, out_w = 1, row_step = 0;
+};
 struct IconvArgs {
   const void* a = nullptr;
   int64_t lda = 0, kg = 0;  // A's row stride in elements; K in pairs or quads
   const void* x = nullptr;
   const int64_t* tap_off = nullptr;
-  int64_t segs_per_row = 1, out_w = 1, row_step = 0;
+  ConvSegments segs;
   const int32_t* comp_row = nullptr;
   void* c = nullptr;
   int64_t ldc = 0;
@@ -118,7 +122,7 @@ struct FconvArgs {
   int64_t ldw = 0, k = 0;
   const float* x = nullptr;
   const int64_t* tap_off = nullptr;
-  int64_t segs_per_row = 1, out_w = 1, row_step = 0;
+  ConvSegments segs;
   float* c = nullptr;
   int64_t ldc = 0;
   const SgemmEpilogue* ep = nullptr;

@@ -9,13 +9,19 @@ namespace {
 
 bool is_op(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
 
+// The value of `name` when it is a float32 scalar constant.
+bool float_scalar(const Graph& g, const std::string& name, float* value) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) return false;
+  *value = t->data<float>()[0];
+  return true;
+}
+
 // The float32 scalar constant among a binary node's inputs, and the other input.
 bool scalar_operand(const Graph& g, const Node& n, float* value, std::string* other) {
   if (n.inputs.size() != 2) return false;
   for (size_t i = 0; i < 2; ++i) {
-    const Tensor* t = g.constant(n.inputs[i]);
-    if (t && t->dtype == DType::kFloat32 && t->numel() == 1) {
-      *value = t->data<float>()[0];
+    if (float_scalar(g, n.inputs[i], value)) {
       *other = n.inputs[1 - i];
       return true;
     }
@@ -37,10 +43,10 @@ size_t fuse_gelu(Graph& g, const std::vector<std::string>& outputs) {
     const Node* scale = m.produced_by(erf.inputs[0], "Div");
     float c = 0.f;
     std::string x;
-    if (scale && !(scale->inputs.size() == 2 && g.constant(scale->inputs[1]) && scalar_operand(g, *scale, &c, &x) &&
-                   x == scale->inputs[0] && near(c, std::sqrt(2.0))))
-      continue;
-    if (!scale) {
+    if (scale) {
+      if (scale->inputs.size() != 2 || !float_scalar(g, scale->inputs[1], &c) || !near(c, std::sqrt(2.0))) continue;
+      x = scale->inputs[0];
+    } else {
       scale = m.produced_by(erf.inputs[0], "Mul");
       if (!scale || !scalar_operand(g, *scale, &c, &x) || !near(c, std::sqrt(0.5))) continue;
     }

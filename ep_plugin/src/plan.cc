@@ -90,6 +90,7 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
     Step step;
     step.label = node.label();
     step.op_type = node.op;
+    step.shape_inputs = shape_value_inputs(node);  // the partitioner's list too: one source for both
     try {
       step.op = create_op(node, graph);
       step.op->prepare(kernels);
@@ -139,7 +140,7 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
 
   // Slots whose values decide shapes: constants are read once here, fused inputs on every run.
   for (const Step& st : steps_) {
-    for (size_t idx : st.op->shape_value_inputs()) {
+    for (size_t idx : st.shape_inputs) {
       if (idx >= st.in.size() || st.in[idx] < 0) continue;
       const int slot = st.in[idx];
       const Slot& sl = slots_[static_cast<size_t>(slot)];
@@ -192,7 +193,7 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
     std::vector<const Shape*> ins;
     for (int in : s.in) ins.push_back(in < 0 ? nullptr : &sp->shapes[static_cast<size_t>(in)]);
     ShapeValues vals(s.in.size(), nullptr);
-    for (size_t idx : s.op->shape_value_inputs()) {
+    for (size_t idx : s.shape_inputs) {
       if (idx >= s.in.size() || s.in[idx] < 0) continue;
       auto it = values.find(s.in[idx]);
       if (it != values.end()) {

@@ -45,6 +45,7 @@ class Plan {
     std::unique_ptr<Op> op;
     std::vector<int> in;  // slot per input, -1 for omitted
     std::vector<int> out;
+    std::vector<size_t> shape_inputs;  // inputs read as shape values (OpDef::shape_inputs)
   };
   // Shapes and buffer offsets for one set of input shapes.
   struct ShapePlan {
@@ -55,7 +56,7 @@ class Plan {
     std::vector<size_t> step_scratch;  // bytes per step
   };
 
-  // values: per slot, the int64 contents of shape-deciding slots (see Op::shape_value_inputs).
+  // values: per slot, the int64 contents of shape-deciding slots (see OpDef::shape_inputs).
   std::shared_ptr<const ShapePlan> shape_plan(const std::vector<Shape>& input_shapes,
                                               const std::map<int, std::vector<int64_t>>& values) const;
   std::shared_ptr<ShapePlan> make_shape_plan(const std::vector<Shape>& input_shapes,

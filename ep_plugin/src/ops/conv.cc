@@ -56,10 +56,8 @@ class ConvImpl : public Op {
         rc, l, images, groups, cout_g * k * n_out, images_per_turn(l, images, groups, sizeof(float)),
         [&](int64_t i0, int64_t ig) {
           const int64_t img = i0 + ig / groups, g = ig % groups;
-          float* base = prepared + ig * l.per_image_group;
-          for (int64_t c = 0; c < cg_.cin_g; ++c)
-            prepare_plane(l, x + ((img * groups + g) * cg_.cin_g + c) * n_in, base + c * l.plane, 0.f, [](float v) { return v; });
-          std::fill(base + cg_.cin_g * l.plane, base + l.per_image_group, 0.f);  // the kernel's over-read slack
+          prepare_image_group(l, cg_.cin_g, x + (img * groups + g) * cg_.cin_g * n_in, n_in,
+                              prepared + ig * l.per_image_group, 0.f, [](float v) { return v; });
         },
         [&](int64_t i0, int64_t ig, int64_t s0, int64_t s1) {
           const int64_t img = i0 + ig / groups, g = ig % groups;
@@ -72,9 +70,7 @@ class ConvImpl : public Op {
           args.k = k;
           args.x = prepared + ig * l.per_image_group;
           args.tap_off = tap_off;
-          args.segs_per_row = l.segs_per_row;
-          args.out_w = l.ow;
-          args.row_step = l.sh * l.row_stride;
+          args.segs = l.segments();
           args.c = y + (img * cg_.cout + g * cout_g) * n_out;
           args.ldc = n_out;
           args.ep = &ep;

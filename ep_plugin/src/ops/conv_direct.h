@@ -44,6 +44,8 @@ struct DirectLayout {
     segs_per_row = (ow + kIconvSeg - 1) / kIconvSeg;
     segs = oh * segs_per_row;
   }
+  // Where the kernels' segments of kIconvSeg output pixels lie (kernel_table.h).
+  kernels::ConvSegments segments() const { return {segs_per_row, ow, sh * row_stride}; }
   // Offset of tap (channel c, ky, kx) from a pixel's segment start.
   int64_t tap(int64_t c, int64_t ky, int64_t kx) const {
     return c * plane + ky * dh * row_stride + ((kx * dw) % sw) * wq + (kx * dw) / sw;
@@ -66,8 +68,6 @@ inline int64_t images_per_turn(const DirectLayout& l, int64_t images, int64_t gr
   return std::clamp<int64_t>(kPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(images, 1));
 }
 
-// One channel: padded rows; per row, column phase f holds padded columns f, f + s, f + 2s, ...
-// convert(x) is the stored value of an input; padding stores `pad` (the kernel's real 0).
 // std::fill, as one memset for bytes (a fill of a byte value the compiler otherwise loops over).
 template <typename Out>
 inline void fill_run(Out* first, Out* last, Out value) {
@@ -76,6 +76,8 @@ inline void fill_run(Out* first, Out* last, Out value) {
   else std::fill(first, last, value);
 }
 
+// One channel: padded rows; per row, column phase f holds padded columns f, f + s, f + 2s, ...
+// convert(x) is the stored value of an input; padding stores `pad` (the kernel's real 0).
 template <typename T, typename Out, typename Convert>
 void prepare_plane(const DirectLayout& layout, const T* __restrict x, Out* __restrict dst, Out pad, Convert convert) {
   // Locals, not layout's fields: byte stores could alias them and would force a reload per element.
@@ -108,6 +110,14 @@ void prepare_plane(const DirectLayout& layout, const T* __restrict x, Out* __res
       fill_run(o + hi, o + wq, pad);
     }
   }
+}
+
+// The prepared input of one (image, group): its cin_g channel planes (x: the first, planes n_in apart),
+// then the slack the kernels read past the last plane (its contents never reach an output).
+template <typename T, typename Out, typename Convert>
+void prepare_image_group(const DirectLayout& l, int64_t cin_g, const T* x, int64_t n_in, Out* dst, Out pad, Convert convert) {
+  for (int64_t c = 0; c < cin_g; ++c) prepare_plane(l, x + c * n_in, dst + c * l.plane, pad, convert);
+  fill_run(dst + cin_g * l.plane, dst + l.per_image_group, Out{});
 }
 
 // Waking a pool thread costs about as much as a million multiply-adds.

@@ -6,6 +6,15 @@
 namespace optim {
 namespace {
 
+// The element counts before and after dimension `axis` of a shape.
+struct AroundAxis {
+  int64_t outer = 1, inner = 1;
+  AroundAxis(const Shape& s, size_t axis) {
+    for (size_t d = 0; d < axis; ++d) outer *= s[d];
+    for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  }
+};
+
 class GatherImpl : public Op {
  public:
   explicit GatherImpl(int64_t axis) : axis_(axis) {}
@@ -20,9 +29,7 @@ class GatherImpl : public Op {
   void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& d = *in[0].shape;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(d.size()), "Gather axis"));
-    int64_t outer = 1, inner = 1;
-    for (size_t i = 0; i < axis; ++i) outer *= d[i];
-    for (size_t i = axis + 1; i < d.size(); ++i) inner *= d[i];
+    const auto [outer, inner] = AroundAxis(d, axis);
     const int64_t dim = d[axis], n_idx = in[1].numel();
     const size_t block = static_cast<size_t>(inner) * dtype_size(in[0].dtype);
     const auto* src = static_cast<const uint8_t*>(in[0].data);
@@ -44,7 +51,6 @@ class GatherImpl : public Op {
 // Expand(input, shape): input broadcast to broadcast(input.shape, shape).
 class ExpandImpl : public Op {
  public:
-  std::vector<size_t> shape_value_inputs() const override { return {1}; }
   std::vector<Shape> infer(const std::vector<const Shape*>&) const override {
     throw Error("Expand needs the values of its shape input");
   }
@@ -87,9 +93,7 @@ class ConcatImpl : public Op {
   void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& os = *out[0].shape;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(os.size()), "Concat axis"));
-    int64_t outer = 1, inner = 1;
-    for (size_t d = 0; d < axis; ++d) outer *= os[d];
-    for (size_t d = axis + 1; d < os.size(); ++d) inner *= os[d];
+    const auto [outer, inner] = AroundAxis(os, axis);
     const size_t elem = dtype_size(out[0].dtype);
     const size_t out_row = static_cast<size_t>(os[axis] * inner) * elem;
     auto* dst = static_cast<uint8_t*>(out[0].data);

@@ -1,7 +1,6 @@
 // Comparisons (Equal, Greater, GreaterOrEqual, Less, LessOrEqual) to bool, the logical ops And, Or,
 // Xor and Not on bool, and Where, all with numpy broadcasting: the ops that build attention masks.
 // They run element by element (masks are small next to the tensors they mask).
-#include <cmath>
 #include <vector>
 
 #include "broadcast.h"

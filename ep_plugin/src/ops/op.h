@@ -58,7 +58,7 @@ constexpr int64_t kParallelChunk = 1 << 15;
 // Splits [0, n) into chunks of at least kParallelChunk elements and runs fn(begin, end) on the pool.
 void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
-// Per input: its int64 values when the op listed it in shape_value_inputs(), else nullptr.
+// Per input: its int64 values when its OpDef lists it in shape_inputs, else nullptr.
 using ShapeValues = std::vector<const std::vector<int64_t>*>;
 
 class Op {
@@ -67,9 +67,8 @@ class Op {
   // Output shapes from input shapes (nullptr entries for omitted optional inputs).
   // Throws Error with a message naming the offending input when the shapes do not fit the op.
   virtual std::vector<Shape> infer(const std::vector<const Shape*>& in) const = 0;
-  // Inputs whose int64 values decide the output shapes (Reshape's target, Squeeze's axes). The plan
-  // reads them before shape inference and keys its shape cache on them.
-  virtual std::vector<size_t> shape_value_inputs() const { return {}; }
+  // With the int64 values of the inputs that decide the output shapes (OpDef::shape_inputs: Reshape's
+  // target, Squeeze's axes), which the plan reads before shape inference and keys its shape cache on.
   virtual std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const {
     (void)values;
     return infer(in);
@@ -91,8 +90,8 @@ struct OpDef {
   // "" when the node can run on OptimEP, else the reason it is refused (shown in the placement report).
   std::string (*check)(const Node& node, const Graph& graph);
   std::unique_ptr<Op> (*create)(const Node& node, const Graph& graph);
-  // Inputs whose int64 values decide the output shape (Op::shape_value_inputs() of the op it creates),
-  // known at claim time so the partitioner keeps their producers out of the partition.
+  // Inputs whose int64 values decide the output shape: the plan reads them before shape inference
+  // (Op::infer's values) and the partitioner keeps their producers out of the partition.
   std::vector<size_t> (*shape_inputs)(const Node& node) = nullptr;
 };
 
@@ -102,7 +101,7 @@ const std::vector<OpDef>& op_registry();
 // The reason a node is refused, or "" when OptimEP runs it.
 std::string why_unsupported(const Node& node, const Graph& graph);
 
-// The inputs of a supported node that the plan reads as shape values (see OpDef::shape_inputs).
+// The inputs of a node that the plan reads as shape values (OpDef::shape_inputs; none for internal ops).
 std::vector<size_t> shape_value_inputs(const Node& node);
 
 // Builds the op for a supported node (throws Error if it is not supported after all).

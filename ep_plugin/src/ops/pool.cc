@@ -101,7 +101,7 @@ class PoolImpl : public Op {
           const TapRange ry = taps(y0, dh, kh, 0, ih);
           std::fill(yr, yr + ow, is_max ? lowest : T{});
           if (is_max) {  // max of the rows first, then across the columns
-            max_rows_then_columns(xp, y0, ry, ih, iw, dh, kw, sw, dw, pw, ox_begin, ox_end, row_max.data(), yr);
+            max_rows_then_columns(xp, y0, ry, iw, dh, kw, sw, dw, pw, ox_begin, ox_end, row_max.data(), yr);
             continue;
           }
           std::fill(nan_row.begin(), nan_row.end(), 0);
@@ -147,10 +147,9 @@ class PoolImpl : public Op {
   // MaxPool of one output row: the element-wise max of its input rows (contiguous, so it vectorizes)
   // into row_max, then one strided pass per kernel column instead of one per tap.
   template <typename T>
-  static void max_rows_then_columns(const T* xp, int64_t y0, TapRange ry, int64_t ih, int64_t iw, int64_t dh, int64_t kw,
+  static void max_rows_then_columns(const T* xp, int64_t y0, TapRange ry, int64_t iw, int64_t dh, int64_t kw,
                                     int64_t sw, int64_t dw, int64_t pw, const std::vector<int64_t>& ox_begin,
                                     const std::vector<int64_t>& ox_end, T* __restrict row_max, T* __restrict yr) {
-    (void)ih;
     if (ry.size() == 0) return;
     std::copy(xp + (y0 + ry.begin * dh) * iw, xp + (y0 + ry.begin * dh) * iw + iw, row_max);
     for (int64_t ky = ry.begin + 1; ky < ry.end; ++ky) {

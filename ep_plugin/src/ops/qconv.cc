@@ -98,24 +98,24 @@ class QConvImpl : public Op {
   void prepare_input(const TensorRef& x, const DirectLayout& l, int64_t i0, int64_t ig, uint8_t* prepared) const {
     const int64_t img = i0 + ig / cg_.group, g = ig % cg_.group;
     const int64_t n_in = shape_numel(*x.shape) / std::max<int64_t>((*x.shape)[0] * (*x.shape)[1], 1);
-    uint8_t* base = prepared + ig * l.per_image_group * elem_bytes();
+    const int64_t src = (img * cg_.group + g) * cg_.cin_g * n_in;
+    uint8_t* dst = prepared + ig * l.per_image_group * elem_bytes();
     const int32_t zx = x_zero_;
-    for (int64_t c = 0; c < cg_.cin_g; ++c) {
-      uint8_t* dst = base + c * l.plane * elem_bytes();
-      const int64_t src = ((img * cg_.group + g) * cg_.cin_g + c) * n_in;
-      if (u8s8_) {
-        if (x_dtype_ == DType::kUint8) prepare_plane(l, x.as<uint8_t>() + src, dst, static_cast<uint8_t>(zx), [](uint8_t v) { return v; });
-        else prepare_plane(l, x.as<int8_t>() + src, dst, static_cast<uint8_t>(zx + 128),
-                           [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
-      } else {
-        int16_t* d16 = reinterpret_cast<int16_t*>(dst);
-        if (x_dtype_ == DType::kUint8) prepare_plane(l, x.as<uint8_t>() + src, d16, int16_t{0},
-                                                    [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
-        else prepare_plane(l, x.as<int8_t>() + src, d16, int16_t{0}, [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
-      }
+    if (u8s8_) {
+      if (x_dtype_ == DType::kUint8)
+        prepare_image_group(l, cg_.cin_g, x.as<uint8_t>() + src, n_in, dst, static_cast<uint8_t>(zx), [](uint8_t v) { return v; });
+      else
+        prepare_image_group(l, cg_.cin_g, x.as<int8_t>() + src, n_in, dst, static_cast<uint8_t>(zx + 128),
+                            [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
+    } else {
+      int16_t* d16 = reinterpret_cast<int16_t*>(dst);
+      if (x_dtype_ == DType::kUint8)
+        prepare_image_group(l, cg_.cin_g, x.as<uint8_t>() + src, n_in, d16, int16_t{0},
+                            [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
+      else
+        prepare_image_group(l, cg_.cin_g, x.as<int8_t>() + src, n_in, d16, int16_t{0},
+                            [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
     }
-    // The slack after the last plane: read by the kernel, never used.
-    std::fill(base + cg_.cin_g * l.plane * elem_bytes(), base + l.per_image_group * elem_bytes(), uint8_t{0});
   }
 
   // Output segments [s0, s1) of (image i0 + ig / group, group ig % group), every output channel of the group.
@@ -140,9 +140,7 @@ class QConvImpl : public Op {
     }
     args.x = prepared + ig * l.per_image_group * elem_bytes();
     args.tap_off = tap_off;
-    args.segs_per_row = l.segs_per_row;
-    args.out_w = l.ow;
-    args.row_step = l.sh * l.row_stride;
+    args.segs = l.segments();
     args.c = static_cast<uint8_t*>(y.data) + (img * cg_.cout + g * cout_g) * n_out;  // one byte per element
     args.ldc = n_out;
     args.ep = &ep;

@@ -108,9 +108,8 @@ class QGemmImpl : public Op {
       const int64_t r0 = static_cast<int64_t>(t) * per, r1 = std::min(m, r0 + per);
       for (int64_t i = r0; i < r1; ++i) {
         int16_t* row = a + i * lda;
-        if (x_dtype_ == DType::kUint8) widen_row(in[0].as<uint8_t>() + i * k_, row);
-        else widen_row(in[0].as<int8_t>() + i * k_, row);
-        if (k_ & 1) row[k_] = 0;
+        if (x_dtype_ == DType::kUint8) widen_row(in[0].as<uint8_t>() + i * k_, k_, x_zero_, lda, row);
+        else widen_row(in[0].as<int8_t>() + i * k_, k_, x_zero_, lda, row);
       }
     });
     run_igemm(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
@@ -150,12 +149,6 @@ class QGemmImpl : public Op {
   }
 
   int64_t rows(const Shape& x) const { return k_ ? shape_numel(x) / k_ : 0; }
-  template <typename T>
-  void widen_row(const T* __restrict x, int16_t* __restrict row) const {
-    const int16_t zero = static_cast<int16_t>(x_zero_);
-    for (int64_t kk = 0; kk < k_; ++kk) row[kk] = static_cast<int16_t>(static_cast<int16_t>(x[kk]) - zero);
-  }
-
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
   int64_t k_ = 0, n_ = 0, kp_ = 0, kq_ = 0;

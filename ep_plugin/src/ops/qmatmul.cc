@@ -14,11 +14,7 @@ namespace {
 
 template <typename T>
 void widen_rows(const T* a, int64_t m, int64_t k, int32_t zero, int64_t lda, int16_t* out) {
-  for (int64_t i = 0; i < m; ++i) {
-    int16_t* row = out + i * lda;
-    for (int64_t kk = 0; kk < k; ++kk) row[kk] = static_cast<int16_t>(static_cast<int32_t>(a[i * k + kk]) - zero);
-    for (int64_t kk = k; kk < lda; ++kk) row[kk] = 0;
-  }
+  for (int64_t i = 0; i < m; ++i) widen_row(a + i * k, k, zero, lda, out + i * lda);
 }
 
 // B (k x n) minus its zero point into the igemm panels: per panel and K pair, NR (even, odd) pairs.

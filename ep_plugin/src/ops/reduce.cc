@@ -26,10 +26,6 @@ class ReduceImpl : public Op {
       : kind_(kind), attr_axes_(std::move(attr_axes)), axes_from_input_(axes_from_input), keepdims_(keepdims),
         noop_empty_(noop_empty) {}
 
-  std::vector<size_t> shape_value_inputs() const override {
-    if (!axes_from_input_) return {};
-    return {1};
-  }
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return infer(in, {}); }
   std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const override {
     const Shape& x = *in[0];

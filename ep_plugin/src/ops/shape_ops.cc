@@ -15,10 +15,6 @@ class CopyReshape : public Op {
   // values: the contents of input `value_input`, or nullptr when there is none (or it is omitted).
   using ShapeFn = std::function<Shape(const Shape& in, const std::vector<int64_t>* values)>;
   explicit CopyReshape(ShapeFn fn, int value_input = -1) : fn_(std::move(fn)), value_input_(value_input) {}
-  std::vector<size_t> shape_value_inputs() const override {
-    if (value_input_ < 0) return {};
-    return {static_cast<size_t>(value_input_)};
-  }
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {fn_(*in[0], nullptr)}; }
   std::vector<Shape> infer(const std::vector<const Shape*>& in, const ShapeValues& values) const override {
     const std::vector<int64_t>* v = nullptr;
