@@ -44,7 +44,7 @@ demo: install
 	$(BIN)/optim run $(ARTIFACTS)/cnn.onnx --input x:4x3x32x32 --compare
 
 # The EP built with AddressSanitizer + UBSan, for the sanitizer test pass.
-$(ASAN_LIB): $(ORT_HEADERS) $(wildcard ep_plugin/src/*.cc ep_plugin/src/*.h ep_plugin/src/ops/*.cc ep_plugin/src/ops/*.h ep_plugin/kernels/*.cc ep_plugin/kernels/*.h) ep_plugin/CMakeLists.txt | $(DEPS_STAMP)
+$(ASAN_LIB): $(ORT_HEADERS) $(wildcard ep_plugin/src/*.cc ep_plugin/src/*.h ep_plugin/src/*/*.cc ep_plugin/src/*/*.h ep_plugin/kernels/*.cc ep_plugin/kernels/*.h ep_plugin/kernels/*.inc) ep_plugin/CMakeLists.txt | $(DEPS_STAMP)
 	cmake -S . -B build-asan -G Ninja -DCMAKE_MAKE_PROGRAM=$(abspath $(BIN))/ninja -DOPTIM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-asan
 

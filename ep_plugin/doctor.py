@@ -71,6 +71,7 @@ def diagnose(isa: str = "auto") -> dict:
         "api_version": None,
         "isa": None,
         "kernels": [],
+        "kernel_rows": [],
         "ops": [],
         "ok": False,
         "error": None,
@@ -86,6 +87,7 @@ def diagnose(isa: str = "auto") -> dict:
             raise EpLoadError(f"{EP_NAME} computed a wrong Relu: {y.tolist()}")
         report["isa"] = sess._optim_report.get("isa")
         report["kernels"] = sess._optim_report.get("kernels", [])
+        report["kernel_rows"] = sess._optim_report.get("kernel_rows", [])
         report["ops"] = sess._optim_report.get("ops", [])
         report["ok"] = True
     except Exception as e:  # report any failure as data: doctor exists to explain them

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace optim::kernels {
@@ -37,7 +39,7 @@ struct SgemmEpilogue {
 };
 
 // Computes rows [m0, m1) and panels [p0, p1) of C. Threads split work by calling it on disjoint tiles.
-using SgemmPackedFn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k,
+using SgemmFn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k,
                                const float* a, int64_t lda, const float* b_packed, float* c, int64_t ldc,
                                const SgemmEpilogue& ep);
 
@@ -50,16 +52,16 @@ void sgemm_pack_b(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t 
 // uint8 and int8 both fit, and padding is a plain 0). Products are summed in int32 pairwise
 // (AVX2 vpmaddwd: |a*b + a'*b'| <= 2 * 255 * 128 never saturates), so the sum equals the exact
 // integer dot product. K is padded to even; kp = K/2 pairs.
-// A: rows of 2*kp int16 with stride lda. B packed in panels of kIgemmNR columns: panel p holds, for
+// A: rows of 2*kp int16 with stride lda. B packed in panels of kQgemmNR columns: panel p holds, for
 // each pair q, NR (b[2q][j], b[2q+1][j]) int16 pairs for columns p*NR..p*NR+NR-1, zero padded.
-constexpr int64_t kIgemmNR = 16;
-constexpr int64_t kIgemmMR = 4;
+constexpr int64_t kQgemmNR = 16;
+constexpr int64_t kQgemmMR = 4;
 
 enum class QuantOut { kUint8 = 0, kInt8, kFloat32 };
 
 // real = acc * scale (+ bias), with scale and bias per column or per row (one of each may be set);
 // then for integer outputs q = saturate(round_half_even(real * inv_out_scale) + out_zero, qmin, qmax).
-struct IgemmEpilogue {
+struct QgemmEpilogue {
   const float* scale_col = nullptr;
   const float* scale_row = nullptr;
   float scale = 1.f;  // used when neither per-column nor per-row scale is set
@@ -71,36 +73,36 @@ struct IgemmEpilogue {
 };
 
 // Computes rows [m0, m1) and panels [p0, p1) of C (uint8, int8 or float32 by ep.out; ldc in elements).
-using IgemmPackedFn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp,
+using QgemmS16Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp,
                                const int16_t* a, int64_t lda, const int16_t* b_packed, void* c, int64_t ldc,
-                               const IgemmEpilogue& ep);
+                               const QgemmEpilogue& ep);
 
-size_t igemm_packed_b_elems(int64_t kp, int64_t n);
+size_t qgemm_s16_packed_b_elems(int64_t kp, int64_t n);
 // Packs B given as int16 values (row-major k x n with stride ldb, or, with trans_b, stored n x k).
-void igemm_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
+void qgemm_s16_pack_b(const int16_t* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, int16_t* dst);
 
 // --- Direct int8 convolution (no im2col) --------------------------------------------------------------
 // The input of one image and group is prepared once so that for every kernel tap k the values a run of
-// kIconvSeg consecutive output pixels of one output row read are consecutive: pixel t of segment s
+// kConvSeg consecutive output pixels of one output row read are consecutive: pixel t of segment s
 // reads x[seg_in(s) + tap_off[k] + t]. Segment s covers output row s / per_row, columns
-// (s % per_row) * kIconvSeg onwards (up to out_w), starts at seg_in = row * row_step + column,
-// and lands at C column row * out_w + column. Kernels may read up to kIconvSeg - 1 values past a
+// (s % per_row) * kConvSeg onwards (up to out_w), starts at seg_in = row * row_step + column,
+// and lands at C column row * out_w + column. Kernels may read up to kConvSeg - 1 values past a
 // segment's last pixel (the caller leaves that much slack); those only feed lanes that are discarded.
-// Two forms, both exact integer sums followed by the IgemmEpilogue:
-// - s16 pairs (IconvFn): x is int16 (x minus its zero point, padding 0); A rows hold 2*kg int16 weights
+// Two forms, both exact integer sums followed by the QgemmEpilogue:
+// - s16 pairs (QconvS16Fn): x is int16 (x minus its zero point, padding 0); A rows hold 2*kg int16 weights
 //   (minus their zero points, K padded to even with 0); tap_off has 2*kg entries.
-// - u8 x s8 quads (IconvU8S8Fn, AVX-512 VNNI): x is uint8 (int8 inputs flipped by xor 0x80), padding
+// - u8 x s8 quads (QconvU8S8Fn, AVX-512 VNNI): x is uint8 (int8 inputs flipped by xor 0x80), padding
 //   is the zero point; A rows hold 4*kg int8 weights (K padded with 0); tap_off has 4*kg entries and
 //   comp_row[i] = -zero_point(x) * sum of row i's weights is added to each sum.
 // A padding tap of K's last group may point anywhere inside x (its weight is 0).
-constexpr int64_t kIconvSeg = 8;
-constexpr int64_t kIconvMR = 8;
-constexpr int64_t kIconvU8S8MR = 16;
+constexpr int64_t kConvSeg = 8;
+constexpr int64_t kQconvS16MR = 8;
+constexpr int64_t kQconvU8S8MR = 16;
 // The segment geometry above, shared by the integer and float direct convolutions.
 struct ConvSegments {
   int64_t per_row = 1, out_w = 1, row_step = 0;
 };
-struct IconvArgs {
+struct QconvArgs {
   const void* a = nullptr;
   int64_t lda = 0, kg = 0;  // A's row stride in elements; K in pairs or quads
   const void* x = nullptr;
@@ -109,15 +111,15 @@ struct IconvArgs {
   const int32_t* comp_row = nullptr;
   void* c = nullptr;
   int64_t ldc = 0;
-  const IgemmEpilogue* ep = nullptr;
+  const QgemmEpilogue* ep = nullptr;
 };
 // Computes C rows [m0, m1) for segments [s0, s1).
-using IconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& args);
+using QconvS16Fn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const QconvArgs& args);
 
-// --- Direct float convolution: IconvArgs' segments over a float32 prepared input (padding 0) ---------
+// --- Direct float convolution: QconvArgs' segments over a float32 prepared input (padding 0) ---------
 // C[i][pixel t of segment s] = epilogue(sum over k of w[i][k] * x[seg_in(s) + tap_off[k] + t]), with the
 // SgemmEpilogue (alpha, bias_row, relu; accumulate and bias_col unused). W: rows of k floats, stride ldw.
-struct FconvArgs {
+struct ConvF32Args {
   const float* w = nullptr;
   int64_t ldw = 0, k = 0;
   const float* x = nullptr;
@@ -127,7 +129,7 @@ struct FconvArgs {
   int64_t ldc = 0;
   const SgemmEpilogue* ep = nullptr;
 };
-using FconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& args);
+using ConvF32Fn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const ConvF32Args& args);
 
 // --- int8 GEMM on uint8 x int8 quads (AVX-512 VNNI vpdpbusd: four u8*s8 products summed into int32,
 // no intermediate saturation, so exact) ----------------------------------------------------------------
@@ -137,12 +139,12 @@ using FconvFn = void (*)(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const F
 // each sum before the epilogue: -zero_point(A) * sum_k b[k][j], which turns sum a*b into sum (a-za)*b.
 constexpr int64_t kQuadNR = 16;
 constexpr int64_t kQuadMR = 8;
-using IgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
+using QgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
                              int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
-                             const IgemmEpilogue& ep);
-size_t igemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
+                             const QgemmEpilogue& ep);
+size_t qgemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
 // Packs B given as int8 values (row-major k x n with stride ldb) into kq >= ceil(k / 4) quads (zeros past k).
-void igemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst);
+void qgemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst);
 
 // --- QuantizeLinear / DequantizeLinear, per tensor (ops call them per channel block for per axis) --
 // q = saturate(round_half_even(x / scale) + zero_point) to uint8 (to_u8) or int8; NaN gives the
@@ -171,70 +173,62 @@ using BinarySVFn = void (*)(BinaryOp op, float a, const float* b, float* out, in
 using UnaryFn = void (*)(UnaryOp op, const float* x, float* y, int64_t n);
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
 
+// --- the table ------------------------------------------------------------------------------------
+// What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
+// tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
+struct KernelTraits {
+  int64_t mr = 1, nr = 1, k_multiple = 1, row_pad = 0;
+};
+
+// One family's chosen kernel: callable like the function it holds, false when the table has none.
+template <typename FnPtr>
+struct Kernel {
+  using Fn = std::remove_pointer_t<FnPtr>;
+  FnPtr fn = nullptr;
+  const char* name = nullptr;
+  Isa isa = Isa::kScalar;
+  KernelTraits traits;
+  explicit operator bool() const { return fn != nullptr; }
+  template <typename... Args>
+  auto operator()(Args&&... args) const { return fn(std::forward<Args>(args)...); }
+};
+
+// One member per kernel family. kernel_table(isa) fills each with the family's best row in
+// kernel_list.inc whose ISA is at most `isa`; a family without such a row (the u8 x s8 ones below
+// AVX-512 VNNI) stays empty.
 struct KernelTable {
-  Isa isa;
-  SgemmPackedFn sgemm_packed;
-  BinaryVVFn binary_vv;
-  BinaryVSFn binary_vs;
-  BinarySVFn binary_sv;
-  UnaryFn unary;
-  ClipFn clip;
-  IgemmPackedFn igemm_packed;
-  QuantizeFn quantize;
-  DequantizeFn dequantize;
-  QAddFn qadd;
-  IconvFn iconv;
-  FconvFn fconv;
-  // Names of the kernels in this table, for `optim doctor`.
-  std::vector<std::string> names;
-  IgemmU8S8Fn igemm_u8s8 = nullptr;  // only where the CPU has AVX-512 VNNI
-  // What igemm_u8s8 needs of its operands: K in a multiple of this many quads (B packed, A padded with
-  // zeros that far), and this many readable zero rows of A after the last one.
-  int64_t igemm_u8s8_kq_multiple = 1;
-  int64_t igemm_u8s8_row_pad = 0;
-  IconvFn iconv_u8s8 = nullptr;      // likewise
+  Isa isa = Isa::kScalar;
+  Kernel<SgemmFn> sgemm;
+  Kernel<BinaryVVFn> binary_vv;
+  Kernel<BinaryVSFn> binary_vs;
+  Kernel<BinarySVFn> binary_sv;
+  Kernel<UnaryFn> unary;
+  Kernel<ClipFn> clip;
+  Kernel<QuantizeFn> quantize;
+  Kernel<DequantizeFn> dequantize;
+  Kernel<QAddFn> qadd;
+  Kernel<QgemmS16Fn> qgemm_s16;
+  Kernel<QgemmU8S8Fn> qgemm_u8s8;
+  Kernel<ConvF32Fn> conv_f32;
+  Kernel<QconvS16Fn> qconv_s16;
+  Kernel<QconvS16Fn> qconv_u8s8;
+  // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
+  std::vector<std::string> names() const;
 };
 
 const KernelTable& kernel_table(Isa isa);
 
-// Per-ISA implementations (defined in *_scalar.cc / *_avx2.cc).
-void sgemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
-                         const float*, float*, int64_t, const SgemmEpilogue&);
-void sgemm_packed_avx2_6x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
-                            const float*, float*, int64_t, const SgemmEpilogue&);
-void sgemm_packed_avx512_8x32(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const float*, int64_t,
-                              const float*, float*, int64_t, const SgemmEpilogue&);
-void igemm_packed_scalar(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
-                         const int16_t*, void*, int64_t, const IgemmEpilogue&);
-void igemm_packed_avx2_4x16(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const int16_t*, int64_t,
-                            const int16_t*, void*, int64_t, const IgemmEpilogue&);
-void iconv_scalar(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
-void fconv_scalar(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
-void fconv_avx2_6x16(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
-void fconv_avx512_8x32(int64_t, int64_t, int64_t, int64_t, const FconvArgs&);
-void iconv_avx2_8x8(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
-void iconv_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, const IconvArgs&);
-void igemm_u8s8_amx(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t, const int8_t*,
-                    const int32_t*, void*, int64_t, const IgemmEpilogue&);
-// AMX blocks: 32 rows by 2 panels, K in steps of 16 quads.
-constexpr int64_t kAmxRows = 32, kAmxKq = 16;
-void quantize_scalar(const float*, float, int32_t, bool, void*, int64_t);
-void dequantize_scalar(const void*, bool, int32_t, float, float*, int64_t);
-void quantize_avx2(const float*, float, int32_t, bool, void*, int64_t);
-void dequantize_avx2(const void*, bool, int32_t, float, float*, int64_t);
-void igemm_u8s8_avx512vnni(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const uint8_t*, int64_t,
-                           const int8_t*, const int32_t*, void*, int64_t, const IgemmEpilogue&);
-void qadd_scalar(const void*, const void*, const QAddParams&, void*, int64_t);
-void qadd_avx2(const void*, const void*, const QAddParams&, void*, int64_t);
-void binary_vv_scalar(BinaryOp, const float*, const float*, float*, int64_t);
-void binary_vs_scalar(BinaryOp, const float*, float, float*, int64_t);
-void binary_sv_scalar(BinaryOp, float, const float*, float*, int64_t);
-void unary_scalar(UnaryOp, const float*, float*, int64_t);
-void clip_scalar(const float*, float*, int64_t, float, float);
-void binary_vv_avx2(BinaryOp, const float*, const float*, float*, int64_t);
-void binary_vs_avx2(BinaryOp, const float*, float, float*, int64_t);
-void binary_sv_avx2(BinaryOp, float, const float*, float*, int64_t);
-void unary_avx2(UnaryOp, const float*, float*, int64_t);
-void clip_avx2(const float*, float*, int64_t, float, float);
+// Every row of kernel_list.inc, whatever this CPU runs: what the EP reports for doctor and tests.
+struct KernelRow {
+  const char* family;
+  Isa isa;
+  const char* name;
+};
+const std::vector<KernelRow>& kernel_rows();
+
+// The kernels themselves, declared from the list: each has its family's signature.
+#define OPTIM_KERNEL(family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
+#include "kernel_list.inc"
+#undef OPTIM_KERNEL
 
 }  // namespace optim::kernels

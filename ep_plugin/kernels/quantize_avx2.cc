@@ -8,7 +8,7 @@
 
 namespace optim::kernels {
 
-void quantize_avx2(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
+void quantize_f32_avx2(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
   const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(static_cast<float>(zero_point));
   const __m256 lo = _mm256_set1_ps(to_u8 ? 0.f : -128.f), hi = _mm256_set1_ps(to_u8 ? 255.f : 127.f);
   int64_t i = 0;
@@ -21,10 +21,10 @@ void quantize_avx2(const float* x, float scale, int32_t zero_point, bool to_u8, 
     const __m128i w8 = to_u8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(q) + i), w8);
   }
-  if (i < n) quantize_scalar(x + i, scale, zero_point, to_u8, static_cast<uint8_t*>(q) + i, n - i);
+  if (i < n) quantize_f32_scalar(x + i, scale, zero_point, to_u8, static_cast<uint8_t*>(q) + i, n - i);
 }
 
-void dequantize_avx2(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {
+void dequantize_f32_avx2(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {
   const __m256i vz = _mm256_set1_epi32(zero_point);
   const __m256 vs = _mm256_set1_ps(scale);
   const uint8_t* src = static_cast<const uint8_t*>(q);
@@ -34,7 +34,7 @@ void dequantize_avx2(const void* q, bool from_u8, int32_t zero_point, float scal
     const __m256i v = from_u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
     _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, vz)), vs));
   }
-  if (i < n) dequantize_scalar(src + i, from_u8, zero_point, scale, x + i, n - i);
+  if (i < n) dequantize_f32_scalar(src + i, from_u8, zero_point, scale, x + i, n - i);
 }
 
 namespace {
@@ -45,7 +45,7 @@ inline __m256 load8_dequantized(const void* t, bool u8, int64_t i, int32_t zero,
 }
 }  // namespace
 
-void qadd_avx2(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+void qadd_q8_avx2(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
   const __m256 sy = _mm256_set1_ps(p.sy), zy = _mm256_set1_ps(static_cast<float>(p.zy));
   const __m256 lo = _mm256_set1_ps(static_cast<float>(p.qmin)), hi = _mm256_set1_ps(static_cast<float>(p.qmax));
   int64_t i = 0;
@@ -58,7 +58,7 @@ void qadd_avx2(const void* a, const void* b, const QAddParams& p, void* y, int64
     const __m128i w8 = p.y_u8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(y) + i), w8);
   }
-  if (i < n) qadd_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
+  if (i < n) qadd_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
                          static_cast<uint8_t*>(y) + i, n - i);
 }
 

@@ -6,7 +6,7 @@
 
 namespace optim::kernels {
 
-void quantize_scalar(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
+void quantize_f32_scalar(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
   const float lo = to_u8 ? 0.f : -128.f, hi = to_u8 ? 255.f : 127.f;
   for (int64_t i = 0; i < n; ++i) {
     float v = std::nearbyint(x[i] / scale) + static_cast<float>(zero_point);
@@ -17,14 +17,14 @@ void quantize_scalar(const float* x, float scale, int32_t zero_point, bool to_u8
   }
 }
 
-void dequantize_scalar(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {
+void dequantize_f32_scalar(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const int32_t v = from_u8 ? static_cast<const uint8_t*>(q)[i] : static_cast<const int8_t*>(q)[i];
     x[i] = static_cast<float>(v - zero_point) * scale;
   }
 }
 
-void qadd_scalar(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+void qadd_q8_scalar(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
   auto load = [](const void* t, bool u8, int64_t i) -> int32_t {
     return u8 ? static_cast<const uint8_t*>(t)[i] : static_cast<const int8_t*>(t)[i];
   };

@@ -159,8 +159,14 @@ void OptimEp::flush_report() {
   std::ostringstream doc;
   doc << "{\"ep\": " << json_str(kEpName) << ", \"version\": " << json_str(kEpVersion) << ", \"isa\": "
       << json_str(kernels::isa_name(options_.isa)) << ", \"kernels\": [";
-  const auto& names = kernels::kernel_table(options_.isa).names;
+  const std::vector<std::string> names = kernels::kernel_table(options_.isa).names();
   for (size_t k = 0; k < names.size(); ++k) doc << (k ? ", " : "") << json_str(names[k]);
+  // Every kernel the library holds, chosen or not, with the ISA it needs (doctor and tests read these).
+  doc << "], \"kernel_rows\": [";
+  const auto& rows = kernels::kernel_rows();
+  for (size_t k = 0; k < rows.size(); ++k)
+    doc << (k ? ", " : "") << "{\"family\": " << json_str(rows[k].family) << ", \"isa\": "
+        << json_str(kernels::isa_name(rows[k].isa)) << ", \"name\": " << json_str(rows[k].name) << "}";
   doc << "], \"ops\": [";
   const auto& defs = op_registry();
   for (size_t k = 0; k < defs.size(); ++k) doc << (k ? ", " : "") << json_str(defs[k].op_type);

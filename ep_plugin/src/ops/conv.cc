@@ -64,7 +64,7 @@ class ConvImpl : public Op {
           kernels::SgemmEpilogue ep;
           ep.bias_row = bias ? bias + g * cout_g : nullptr;
           ep.relu = relu_;
-          kernels::FconvArgs args;
+          kernels::ConvF32Args args;
           args.w = weights + g * cout_g * k;
           args.ldw = k;
           args.k = k;
@@ -74,7 +74,7 @@ class ConvImpl : public Op {
           args.c = y + (img * cg_.cout + g * cout_g) * n_out;
           args.ldc = n_out;
           args.ep = &ep;
-          rc.kernels.fconv(0, cout_g, s0, s1, args);
+          rc.kernels.conv_f32(0, cout_g, s0, s1, args);
         });
   }
 

@@ -1,7 +1,7 @@
 // Direct convolution without im2col, shared by the integer (qconv.cc) and float (conv.cc) Conv: the
 // input of each (image, group) is copied once into a padded layout where, for a column stride s, each
-// row is split into s column phases, so that every kernel tap of kIconvSeg consecutive output pixels of
-// one output row reads consecutive values (kernel_table.h, IconvArgs). The copy costs one pass over the
+// row is split into s column phases, so that every kernel tap of kConvSeg consecutive output pixels of
+// one output row reads consecutive values (kernel_table.h, QconvArgs). The copy costs one pass over the
 // input where an im2col costs kernel-size passes.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace optim {
 
-using kernels::kIconvSeg;
+using kernels::kConvSeg;
 
 // Prepared input buffers per call take at most this much scratch (more images are done in turns).
 constexpr int64_t kPrepBudgetBytes = 8 << 20;
@@ -40,11 +40,11 @@ struct DirectLayout {
     wq = ceil_div(wp, sw);
     row_stride = sw * wq;
     plane = hp * row_stride;
-    per_image_group = (cg.cin_g * plane + kIconvSeg + 15) / 16 * 16;  // slack, then 32-byte aligned
-    segs_per_row = (ow + kIconvSeg - 1) / kIconvSeg;
+    per_image_group = (cg.cin_g * plane + kConvSeg + 15) / 16 * 16;  // slack, then 32-byte aligned
+    segs_per_row = (ow + kConvSeg - 1) / kConvSeg;
     segs = oh * segs_per_row;
   }
-  // Where the kernels' segments of kIconvSeg output pixels lie (kernel_table.h).
+  // Where the kernels' segments of kConvSeg output pixels lie (kernel_table.h).
   kernels::ConvSegments segments() const { return {segs_per_row, ow, sh * row_stride}; }
   // Offset of tap (channel c, ky, kx) from a pixel's segment start.
   int64_t tap(int64_t c, int64_t ky, int64_t kx) const {

@@ -96,7 +96,7 @@ class MatMulImpl : public Op {
         run_sgemm(rc, s.m, s.n, s.k, a + ao, s.k, pack, yo, s.n, ep);
       } else {
         const int64_t panels = (s.n + kernels::kSgemmNR - 1) / kernels::kSgemmNR;
-        rc.kernels.sgemm_packed(0, s.m, 0, panels, s.n, s.k, a + ao, s.k, pack, yo, s.n, ep);
+        rc.kernels.sgemm(0, s.m, 0, panels, s.n, s.k, a + ao, s.k, pack, yo, s.n, ep);
       }
     };
     if (batches == 1) {

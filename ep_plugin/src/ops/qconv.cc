@@ -2,7 +2,7 @@
 // (+ bias) [-> Relu] -> QuantizeLinear, built by qdq_fusion.cc. A direct convolution, no im2col: per
 // image and group the input is copied once into int16 (x - x_zero, padding a plain 0, i.e. real 0),
 // padded and, for a column stride s, split into s column phases, so that every kernel tap of 8
-// consecutive output pixels reads 8 consecutive values (kernel_table.h's IconvFn). The weights (minus
+// consecutive output pixels reads 8 consecutive values (kernel_table.h's QconvS16Fn). The weights (minus
 // their zero points, as int16 rows, K padded to even) multiply those taps exactly in int32, and the
 // epilogue requantizes with per-output-channel scales. The copy costs one pass over the input where an
 // im2col costs kernel-size passes. Where the kernel table has AVX-512 VNNI and the weights fit int8
@@ -45,7 +45,7 @@ class QConvImpl : public Op {
   // The VNNI form when the kernel table has it and every weight minus its zero point fits int8.
   void prepare(const kernels::KernelTable& kernels) override {
     u8s8_ = false;
-    if (!kernels.iconv_u8s8) return;
+    if (!kernels.qconv_u8s8) return;
     const int64_t k = cg_.k_dim();
     for (int64_t co = 0; co < cg_.cout; ++co)
       for (int64_t kk = 0; kk < k; ++kk) {
@@ -124,10 +124,10 @@ class QConvImpl : public Op {
     const int64_t img = i0 + ig / cg_.group, g = ig % cg_.group;
     const int64_t cout_g = cg_.cout / cg_.group;
     const int64_t n_out = l.oh * l.ow;
-    kernels::IgemmEpilogue ep = ep_;
+    kernels::QgemmEpilogue ep = ep_;
     ep.scale_row = scale_.data() + g * cout_g;
     ep.bias_row = bias_.empty() ? nullptr : bias_.data() + g * cout_g;
-    kernels::IconvArgs args;
+    kernels::QconvArgs args;
     if (u8s8_) {
       args.a = a8_.data() + g * cout_g * 4 * kq_;
       args.lda = 4 * kq_;
@@ -144,7 +144,7 @@ class QConvImpl : public Op {
     args.c = static_cast<uint8_t*>(y.data) + (img * cg_.cout + g * cout_g) * n_out;  // one byte per element
     args.ldc = n_out;
     args.ep = &ep;
-    (u8s8_ ? rc.kernels.iconv_u8s8 : rc.kernels.iconv)(0, cout_g, s0, s1, args);
+    (u8s8_ ? rc.kernels.qconv_u8s8 : rc.kernels.qconv_s16)(0, cout_g, s0, s1, args);
   }
 
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
@@ -162,7 +162,7 @@ class QConvImpl : public Op {
   std::vector<int8_t> a8_;
   std::vector<int32_t> comp_;
   std::vector<float> scale_, bias_;
-  kernels::IgemmEpilogue ep_;
+  kernels::QgemmEpilogue ep_;
 };
 
 std::unique_ptr<Op> create_qconv(const Node& n, const Graph& g) { return std::make_unique<QConvImpl>(n, g); }

@@ -57,21 +57,21 @@ class QGemmImpl : public Op {
   // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
   void prepare(const kernels::KernelTable& kt) override {
     const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
-    if (kt.igemm_u8s8 && fits_s8) {
+    if (kt.qgemm_u8s8 && fits_s8) {
       std::vector<int8_t> w8(wide_.begin(), wide_.end());
-      const int64_t mult = kt.igemm_u8s8_kq_multiple;
+      const int64_t mult = kt.qgemm_u8s8.traits.k_multiple / 4;  // in quads
       kq_ = ((k_ + 3) / 4 + mult - 1) / mult * mult;
-      row_pad_ = kt.igemm_u8s8_row_pad;
-      packed8_.resize(kernels::igemm_u8s8_packed_b_bytes(kq_, n_));
-      kernels::igemm_u8s8_pack_b(w8.data(), n_, k_, n_, kq_, packed8_.data());
+      row_pad_ = kt.qgemm_u8s8.traits.row_pad;
+      packed8_.resize(kernels::qgemm_u8s8_packed_b_bytes(kq_, n_));
+      kernels::qgemm_u8s8_pack_b(w8.data(), n_, k_, n_, kq_, packed8_.data());
       // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
       const int32_t zx = x_dtype_ == DType::kInt8 ? x_zero_ + 128 : x_zero_;
       comp_.assign(static_cast<size_t>(n_), 0);
       for (int64_t kk = 0; kk < k_; ++kk)
         for (int64_t j = 0; j < n_; ++j) comp_[static_cast<size_t>(j)] -= zx * w8[static_cast<size_t>(kk * n_ + j)];
     } else {
-      packed_.resize(kernels::igemm_packed_b_elems(kp_, n_));
-      kernels::igemm_pack_b(wide_.data(), n_, false, k_, n_, packed_.data());
+      packed_.resize(kernels::qgemm_s16_packed_b_elems(kp_, n_));
+      kernels::qgemm_s16_pack_b(wide_.data(), n_, false, k_, n_, packed_.data());
     }
     wide_.clear();
     wide_.shrink_to_fit();
@@ -112,7 +112,7 @@ class QGemmImpl : public Op {
         else widen_row(in[0].as<int8_t>() + i * k_, k_, x_zero_, lda, row);
       }
     });
-    run_igemm(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
+    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
   }
 
  private:
@@ -137,14 +137,14 @@ class QGemmImpl : public Op {
     const double macs = static_cast<double>(m) * static_cast<double>(n_) * static_cast<double>(4 * kq_);
     // Small products: waking a pool thread costs about as much as 1.5 million VNNI multiply-adds.
     if (macs < 1.5e6 || m_tasks * p_tasks == 1) {
-      rc.kernels.igemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      rc.kernels.qgemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
       return;
     }
     rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
       const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
       const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
       const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
-      rc.kernels.igemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      rc.kernels.qgemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
     });
   }
 
@@ -158,7 +158,7 @@ class QGemmImpl : public Op {
   std::vector<int8_t> packed8_;   // or u8 x s8 quad panels (VNNI)
   std::vector<int32_t> comp_;     // VNNI: -zero_point(x) * column sums of the weights
   std::vector<float> scale_, bias_;
-  kernels::IgemmEpilogue ep_;
+  kernels::QgemmEpilogue ep_;
 };
 
 std::string check_internal(const Node&, const Graph&) { return ""; }
@@ -194,7 +194,7 @@ QuantParams read_quant_params(const Node& n, const Graph& g) {
     if (!b || b->dtype != DType::kFloat32) throw Error("bias is not a float32 constant");
     qp.bias_values.assign(b->data<float>(), b->data<float>() + b->numel());
   }
-  kernels::IgemmEpilogue& ep = qp.epilogue;
+  kernels::QgemmEpilogue& ep = qp.epilogue;
   const ValueInfo* y = g.value(n.outputs[0]);
   ep.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
   ep.inv_out_scale = 1.f / float_scalar(g, n.inputs[kQGemmYScale], "y scale");
@@ -205,22 +205,22 @@ QuantParams read_quant_params(const Node& n, const Graph& g) {
   return qp;
 }
 
-void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
-               const int16_t* b_packed, void* c, int64_t ldc, const kernels::IgemmEpilogue& ep) {
-  const int64_t panels = (n + kernels::kIgemmNR - 1) / kernels::kIgemmNR;
-  const int64_t rows_per_task = 16 * kernels::kIgemmMR, panels_per_task = 4;
+void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
+               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep) {
+  const int64_t panels = (n + kernels::kQgemmNR - 1) / kernels::kQgemmNR;
+  const int64_t rows_per_task = 16 * kernels::kQgemmMR, panels_per_task = 4;
   const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task;
   const int64_t p_tasks = (panels + panels_per_task - 1) / panels_per_task;
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
   if (macs < 2e5 || m_tasks * p_tasks == 1) {
-    rc.kernels.igemm_packed(0, m, 0, panels, n, kp, a, lda, b_packed, c, ldc, ep);
+    rc.kernels.qgemm_s16(0, m, 0, panels, n, kp, a, lda, b_packed, c, ldc, ep);
     return;
   }
   rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
     const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
     const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
     const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
-    rc.kernels.igemm_packed(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);
+    rc.kernels.qgemm_s16(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);
   });
 }
 

@@ -25,7 +25,7 @@ struct QuantParams {
   const Tensor* w_scales = nullptr;  // one value, or one per output channel
   const Tensor* w_zeros = nullptr;   // absent, or like w_scales
   std::vector<float> bias_values;    // empty, one value, or one per output channel
-  kernels::IgemmEpilogue epilogue;   // output type, 1/y_scale, y zero point, saturation (with Relu)
+  kernels::QgemmEpilogue epilogue;   // output type, 1/y_scale, y zero point, saturation (with Relu)
 
   float w_scale(int64_t channel) const;
   int32_t w_zero(int64_t channel) const;
@@ -47,8 +47,8 @@ inline void widen_row(const T* __restrict x, int64_t k, int32_t zero, int64_t pa
   for (int64_t kk = k; kk < padded; ++kk) row[kk] = 0;
 }
 
-// C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::IgemmPackedFn).
-void run_igemm(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
-               const int16_t* b_packed, void* c, int64_t ldc, const kernels::IgemmEpilogue& ep);
+// C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::QgemmS16Fn).
+void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
+               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep);
 
 }  // namespace optim

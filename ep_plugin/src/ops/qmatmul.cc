@@ -20,7 +20,7 @@ void widen_rows(const T* a, int64_t m, int64_t k, int32_t zero, int64_t lda, int
 // B (k x n) minus its zero point into the igemm panels: per panel and K pair, NR (even, odd) pairs.
 template <typename T>
 void pack_b(const T* b, int64_t k, int64_t n, int32_t zero, int64_t kp, int16_t* out) {
-  constexpr int64_t NR = kernels::kIgemmNR;
+  constexpr int64_t NR = kernels::kQgemmNR;
   const int64_t panels = (n + NR - 1) / NR;
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t q = 0; q < kp; ++q) {
@@ -63,7 +63,7 @@ class QMatMulImpl : public Op {
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const Shape& a = *in[0];
     const int64_t m = a[a.size() - 2], kp = (a.back() + 1) / 2, n = in[kQGemmW]->back();
-    return (static_cast<size_t>(m * 2 * kp) + kernels::igemm_packed_b_elems(kp, n)) * sizeof(int16_t);
+    return (static_cast<size_t>(m * 2 * kp) + kernels::qgemm_s16_packed_b_elems(kp, n)) * sizeof(int16_t);
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
@@ -85,14 +85,14 @@ class QMatMulImpl : public Op {
         else pack_b(in[kQGemmW].as<int8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
         packed_for = at[1];
       }
-      run_igemm(rc, m, n, kp, a16, 2 * kp, packed, y + o * m * n, n, ep_);
+      run_qgemm_s16(rc, m, n, kp, a16, 2 * kp, packed, y + o * m * n, n, ep_);
     });
   }
 
  private:
   DType a_dtype_ = DType::kUint8, b_dtype_ = DType::kUint8;
   int32_t a_zero_ = 0, b_zero_ = 0;
-  kernels::IgemmEpilogue ep_;
+  kernels::QgemmEpilogue ep_;
 };
 
 std::unique_ptr<Op> create_qmatmul(const Node& n, const Graph& g) { return std::make_unique<QMatMulImpl>(n, g); }

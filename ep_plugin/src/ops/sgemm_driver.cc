@@ -16,14 +16,14 @@ void run_sgemm(const RunContext& rc, int64_t m, int64_t n, int64_t k, const floa
   const int64_t p_tasks = (panels + panels_per_task - 1) / panels_per_task;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (flops < 2e5 || m_tasks * p_tasks == 1) {
-    rc.kernels.sgemm_packed(0, m, 0, panels, n, k, a, lda, b_packed, c, ldc, ep);
+    rc.kernels.sgemm(0, m, 0, panels, n, k, a, lda, b_packed, c, ldc, ep);
     return;
   }
   rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
     const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
     const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
     const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
-    rc.kernels.sgemm_packed(m0, m1, p0, p1, n, k, a, lda, b_packed, c, ldc, ep);
+    rc.kernels.sgemm(m0, m1, p0, p1, n, k, a, lda, b_packed, c, ldc, ep);
   });
 }
 

@@ -1,13 +1,13 @@
 // AVX2 int8 GEMM over packed B with a 4x16 tile: per K pair, one vpmaddwd per row and 8 columns
 // (int16 pairs multiplied and summed into int32, exact), 8 int32 accumulators in registers. The
-// epilogue runs the same float operations as igemm_epilogue.h, eight columns at a time, so results
+// epilogue runs the same float operations as qgemm_epilogue.h, eight columns at a time, so results
 // equal the scalar reference bit for bit. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "igemm_store_avx2.h"
+#include "qstore_avx2.h"
 
 namespace optim::kernels {
 namespace {
@@ -41,17 +41,17 @@ inline void tile(int64_t kp, const int16_t* a, int64_t lda, const int16_t* panel
 
 }  // namespace
 
-void igemm_packed_avx2_4x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp, const int16_t* a,
-                            int64_t lda, const int16_t* b_packed, void* c, int64_t ldc, const IgemmEpilogue& ep) {
-  alignas(32) int32_t acc[kIgemmMR * kIgemmNR];
+void qgemm_s16_avx2_4x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kp, const int16_t* a,
+                            int64_t lda, const int16_t* b_packed, void* c, int64_t ldc, const QgemmEpilogue& ep) {
+  alignas(32) int32_t acc[kQgemmMR * kQgemmNR];
   for (int64_t p = p0; p < p1; ++p) {
-    const int16_t* panel = b_packed + p * kp * 2 * kIgemmNR;
-    const int64_t j0 = p * kIgemmNR;
-    const int64_t cols = std::min<int64_t>(kIgemmNR, n - j0);
+    const int16_t* panel = b_packed + p * kp * 2 * kQgemmNR;
+    const int64_t j0 = p * kQgemmNR;
+    const int64_t cols = std::min<int64_t>(kQgemmNR, n - j0);
     int64_t i = m0;
-    for (; i + kIgemmMR <= m1; i += kIgemmMR) {
+    for (; i + kQgemmMR <= m1; i += kQgemmMR) {
       tile<4>(kp, a + i * lda, lda, panel, acc);
-      for (int r = 0; r < 4; ++r) store_row(acc + r * kIgemmNR, i + r, j0, cols, ep, c, ldc);
+      for (int r = 0; r < 4; ++r) store_row(acc + r * kQgemmNR, i + r, j0, cols, ep, c, ldc);
     }
     const int64_t rest = m1 - i;
     switch (rest) {
@@ -60,7 +60,7 @@ void igemm_packed_avx2_4x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int6
       case 1: tile<1>(kp, a + i * lda, lda, panel, acc); break;
       default: break;
     }
-    for (int64_t r = 0; r < rest; ++r) store_row(acc + r * kIgemmNR, i + r, j0, cols, ep, c, ldc);
+    for (int64_t r = 0; r < rest; ++r) store_row(acc + r * kQgemmNR, i + r, j0, cols, ep, c, ldc);
   }
 }
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "kernel_table.h"
+#include "sgemm_epilogue.h"
 
 namespace optim::kernels {
 namespace {
@@ -66,19 +66,12 @@ inline void store_row(const float* acc, float* crow, int64_t i, int64_t j0, int6
     _mm256_storeu_ps(crow + 8, v1);
     return;
   }
-  for (int64_t j = 0; j < cols; ++j) {
-    float v = ep.alpha * acc[j];
-    if (ep.accumulate) v += crow[j];
-    if (ep.bias_col) v += ep.bias_col[j0 + j];
-    if (ep.bias_row) v += ep.bias_row[i];
-    if (ep.relu) v = std::max(v, 0.f);
-    crow[j] = v;
-  }
+  sgemm_store_scalar(acc, cols, i, j0, crow, ep);
 }
 
 }  // namespace
 
-void sgemm_packed_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
+void sgemm_f32_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
                             int64_t lda, const float* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep) {
   alignas(32) float acc[kSgemmMR * kSgemmNR];
   for (int64_t p = p0; p < p1; ++p) {

@@ -1,14 +1,14 @@
-// Scalar reference of the direct float convolution (see kernel_table.h, FconvFn).
+// Scalar reference of the direct float convolution (see kernel_table.h, ConvF32Fn).
 #include <algorithm>
 
-#include "iconv_segment.h"
+#include "conv_segment.h"
 
 namespace optim::kernels {
 
-void fconv_scalar(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& g) {
+void conv_f32_scalar(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const ConvF32Args& g) {
   const SgemmEpilogue& ep = *g.ep;
   for (int64_t s = s0; s < s1; ++s) {
-    const IconvSegment seg = iconv_segment(g.segs, s);
+    const ConvSegment seg = conv_segment(g.segs, s);
     const float* x = g.x + seg.in;
     for (int64_t i = m0; i < m1; ++i) {
       const float* w = g.w + i * g.ldw;

@@ -1,11 +1,11 @@
 // Scalar reference SGEMM over packed B: the definition every optimized SGEMM is tested against.
 #include <algorithm>
 
-#include "kernel_table.h"
+#include "sgemm_epilogue.h"
 
 namespace optim::kernels {
 
-void sgemm_packed_scalar(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
+void sgemm_f32_scalar(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
                          int64_t lda, const float* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep) {
   for (int64_t p = p0; p < p1; ++p) {
     const float* panel = b_packed + p * k * kSgemmNR;
@@ -20,14 +20,7 @@ void sgemm_packed_scalar(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t
         for (int64_t j = 0; j < kSgemmNR; ++j) acc[j] += av * brow[j];
       }
       float* crow = c + i * ldc + j0;
-      for (int64_t j = 0; j < cols; ++j) {
-        float v = ep.alpha * acc[j];
-        if (ep.accumulate) v += crow[j];
-        if (ep.bias_col) v += ep.bias_col[j0 + j];
-        if (ep.bias_row) v += ep.bias_row[i];
-        if (ep.relu) v = std::max(v, 0.f);
-        crow[j] = v;
-      }
+      sgemm_store_scalar(acc, cols, i, j0, crow, ep);
     }
   }
 }

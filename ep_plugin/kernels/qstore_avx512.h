@@ -1,17 +1,17 @@
-// The int8 GEMM epilogue (igemm_epilogue.h) sixteen columns at a time in AVX-512, with the u8 x s8
+// The int8 GEMM epilogue (qgemm_epilogue.h) sixteen columns at a time in AVX-512, with the u8 x s8
 // GEMMs' zero-point compensation added first: the scalar operations in the same order, so results equal
 // the scalar reference bit for bit. Included only by files compiled with -mavx512f -mavx512bw.
 #pragma once
 
 #include <immintrin.h>
 
-#include "igemm_epilogue.h"
+#include "qgemm_epilogue.h"
 
 namespace optim::kernels {
-namespace {  // internal linkage, as in igemm_epilogue.h
+namespace {  // internal linkage, as in qgemm_epilogue.h
 
 // Sixteen columns j0..j0+15 of row i, all inside C.
-inline void store16(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
+inline void store16(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
   __m512 real = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc));
   const __m512 scale = ep.scale_col ? _mm512_loadu_ps(ep.scale_col + j0)
                                     : _mm512_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
@@ -30,14 +30,14 @@ inline void store16(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilog
   _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
 }
 
-inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const IgemmEpilogue& ep,
+inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep,
                       void* c, int64_t ldc) {
   for (int64_t j = 0; j < cols; ++j) acc[j] += comp[j0 + j];
   if (cols == kQuadNR) {
     store16(acc, i, j0, ep, c, i * ldc + j0);
     return;
   }
-  for (int64_t j = 0; j < cols; ++j) igemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
+  for (int64_t j = 0; j < cols; ++j) qgemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
 }
 
 }  // namespace

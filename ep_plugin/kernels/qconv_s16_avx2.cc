@@ -1,21 +1,21 @@
 // AVX2 direct int8 convolution (see kernel_table.h) with an 8x8 tile: 8 output channels by one segment
 // of 8 output pixels. Per K pair the two taps' 8 pixels are loaded straight from the prepared input and
 // interleaved into (even, odd) int16 pairs, then one vpmaddwd per channel sums them exactly into int32;
-// there is no im2col buffer. The epilogue is igemm_store_avx2.h's, so results equal the scalar
+// there is no im2col buffer. The epilogue is qstore_avx2.h's, so results equal the scalar
 // reference bit for bit. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "iconv_segment.h"
-#include "igemm_store_avx2.h"
+#include "conv_segment.h"
+#include "qstore_avx2.h"
 
 namespace optim::kernels {
 namespace {
 
 template <int MR>
-inline void tile(const IconvArgs& g, const int16_t* a, const int16_t* x, int32_t* out /* MR x 8 */) {
+inline void tile(const QconvArgs& g, const int16_t* a, const int16_t* x, int32_t* out /* MR x 8 */) {
   __m256i acc[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) acc[r] = _mm256_setzero_si256();
@@ -35,17 +35,17 @@ inline void tile(const IconvArgs& g, const int16_t* a, const int16_t* x, int32_t
   for (int r = 0; r < MR; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 8), acc[r]);
 }
 
-using TileFn = void (*)(const IconvArgs&, const int16_t*, const int16_t*, int32_t*);
-constexpr TileFn kTiles[kIconvMR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>, tile<7>, tile<8>};
+using TileFn = void (*)(const QconvArgs&, const int16_t*, const int16_t*, int32_t*);
+constexpr TileFn kTiles[kQconvS16MR + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>, tile<7>, tile<8>};
 
 }  // namespace
 
-void iconv_avx2_8x8(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& g) {
-  static_assert(kIconvSeg == 8 && kIconvMR == 8, "the tile is one ymm of 8 pixels by 8 channels");
-  alignas(32) int32_t acc[kIconvMR * kIconvSeg];
-  for_each_iconv_tile<kIconvMR>(g.segs, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
+void qconv_s16_avx2_8x8(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const QconvArgs& g) {
+  static_assert(kConvSeg == 8 && kQconvS16MR == 8, "the tile is one ymm of 8 pixels by 8 channels");
+  alignas(32) int32_t acc[kQconvS16MR * kConvSeg];
+  for_each_conv_tile<kQconvS16MR>(g.segs, m0, m1, s0, s1, [&](const ConvSegment& seg, int64_t i, int64_t rows) {
     kTiles[rows](g, static_cast<const int16_t*>(g.a) + i * g.lda, static_cast<const int16_t*>(g.x) + seg.in, acc);
-    for (int64_t r = 0; r < rows; ++r) store_row(acc + r * kIconvSeg, i + r, seg.out, seg.cols, *g.ep, g.c, g.ldc);
+    for (int64_t r = 0; r < rows; ++r) store_row(acc + r * kConvSeg, i + r, seg.out, seg.cols, *g.ep, g.c, g.ldc);
   });
 }
 

@@ -38,23 +38,23 @@ float unary_one(UnaryOp op, float x) {
   return 0.f;
 }
 
-void binary_vv_scalar(BinaryOp op, const float* a, const float* b, float* out, int64_t n) {
+void binary_vv_f32_scalar(BinaryOp op, const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a[i], b[i]);
 }
 
-void binary_vs_scalar(BinaryOp op, const float* a, float b, float* out, int64_t n) {
+void binary_vs_f32_scalar(BinaryOp op, const float* a, float b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a[i], b);
 }
 
-void binary_sv_scalar(BinaryOp op, float a, const float* b, float* out, int64_t n) {
+void binary_sv_f32_scalar(BinaryOp op, float a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = apply(op, a, b[i]);
 }
 
-void unary_scalar(UnaryOp op, const float* x, float* y, int64_t n) {
+void unary_f32_scalar(UnaryOp op, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = unary_one(op, x[i]);
 }
 
-void clip_scalar(const float* x, float* y, int64_t n, float lo, float hi) {
+void clip_f32_scalar(const float* x, float* y, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     y[i] = std::isnan(v) ? v : std::min(std::max(v, lo), hi);

@@ -119,27 +119,27 @@ bool vectorized(UnaryOp op) {
 
 }  // namespace
 
-void binary_vv_avx2(BinaryOp op, const float* a, const float* b, float* out, int64_t n) {
+void binary_vv_f32_avx2(BinaryOp op, const float* a, const float* b, float* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, apply(op, _mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-  binary_vv_scalar(op, a + i, b + i, out + i, n - i);
+  binary_vv_f32_scalar(op, a + i, b + i, out + i, n - i);
 }
 
-void binary_vs_avx2(BinaryOp op, const float* a, float b, float* out, int64_t n) {
+void binary_vs_f32_avx2(BinaryOp op, const float* a, float b, float* out, int64_t n) {
   const __m256 vb = _mm256_set1_ps(b);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, apply(op, _mm256_loadu_ps(a + i), vb));
-  binary_vs_scalar(op, a + i, b, out + i, n - i);
+  binary_vs_f32_scalar(op, a + i, b, out + i, n - i);
 }
 
-void binary_sv_avx2(BinaryOp op, float a, const float* b, float* out, int64_t n) {
+void binary_sv_f32_avx2(BinaryOp op, float a, const float* b, float* out, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, apply(op, va, _mm256_loadu_ps(b + i)));
-  binary_sv_scalar(op, a, b + i, out + i, n - i);
+  binary_sv_f32_scalar(op, a, b + i, out + i, n - i);
 }
 
-void unary_avx2(UnaryOp op, const float* x, float* y, int64_t n) {
+void unary_f32_avx2(UnaryOp op, const float* x, float* y, int64_t n) {
   if (vectorized(op)) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, unary_ps(op, _mm256_loadu_ps(x + i)));
@@ -152,17 +152,17 @@ void unary_avx2(UnaryOp op, const float* x, float* y, int64_t n) {
     return;
   }
   if (op != UnaryOp::kRelu) {
-    unary_scalar(op, x, y, n);
+    unary_f32_scalar(op, x, y, n);
     return;
   }
   int64_t i = 0;
   const __m256 zero = _mm256_setzero_ps();
   // max_ps returns its second operand when either is NaN: max(0, x) propagates NaN like the reference.
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_max_ps(zero, _mm256_loadu_ps(x + i)));
-  unary_scalar(op, x + i, y + i, n - i);
+  unary_f32_scalar(op, x + i, y + i, n - i);
 }
 
-void clip_avx2(const float* x, float* y, int64_t n, float lo, float hi) {
+void clip_f32_avx2(const float* x, float* y, int64_t n, float lo, float hi) {
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -171,7 +171,7 @@ void clip_avx2(const float* x, float* y, int64_t n, float lo, float hi) {
     const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
     _mm256_storeu_ps(y + i, _mm256_blendv_ps(c, v, nan));
   }
-  clip_scalar(x + i, y + i, n - i, lo, hi);
+  clip_f32_scalar(x + i, y + i, n - i, lo, hi);
 }
 
 }  // namespace optim::kernels

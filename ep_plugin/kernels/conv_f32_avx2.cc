@@ -1,4 +1,4 @@
-// AVX2+FMA direct float convolution (see kernel_table.h, FconvFn): 6 output channels by two segments of
+// AVX2+FMA direct float convolution (see kernel_table.h, ConvF32Fn): 6 output channels by two segments of
 // 8 pixels, 12 accumulators. Per tap, one 8-float load per segment straight from the prepared input
 // and one weight broadcast per channel feed 12 FMAs; there is no im2col buffer. Compiled with -mavx2
 // -mfma; only called when the CPU reports both (kernel_table.cc).
@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "fconv_store_avx2.h"
-#include "iconv_segment.h"
+#include "conv_store_avx2.h"
+#include "conv_segment.h"
 
 namespace optim::kernels {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 constexpr int kRows = 6;
 
 template <int MR>
-inline void tile(const FconvArgs& g, const float* w, const float* x0, const float* x1, float* out /* MR x 16 */) {
+inline void tile(const ConvF32Args& g, const float* w, const float* x0, const float* x1, float* out /* MR x 16 */) {
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; ++r) {
@@ -40,18 +40,18 @@ inline void tile(const FconvArgs& g, const float* w, const float* x0, const floa
   }
 }
 
-using TileFn = void (*)(const FconvArgs&, const float*, const float*, const float*, float*);
+using TileFn = void (*)(const ConvF32Args&, const float*, const float*, const float*, float*);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
 
 }  // namespace
 
-void fconv_avx2_6x16(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& g) {
-  static_assert(kIconvSeg == 8, "a segment is one ymm of floats");
+void conv_f32_avx2_6x16(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const ConvF32Args& g) {
+  static_assert(kConvSeg == 8, "a segment is one ymm of floats");
   alignas(32) float acc[kRows * 16];
   for (int64_t s = s0; s < s1; s += 2) {
-    const IconvSegment a = iconv_segment(g.segs, s);
+    const ConvSegment a = conv_segment(g.segs, s);
     const bool pair = s + 1 < s1;
-    const IconvSegment b = pair ? iconv_segment(g.segs, s + 1) : a;  // a lone last segment: computed twice, kept once
+    const ConvSegment b = pair ? conv_segment(g.segs, s + 1) : a;  // a lone last segment: computed twice, kept once
     for (int64_t i = m0; i < m1; i += kRows) {
       const int64_t rows = std::min<int64_t>(kRows, m1 - i);
       kTiles[rows](g, g.w + i * g.ldw, g.x + a.in, g.x + b.in, acc);

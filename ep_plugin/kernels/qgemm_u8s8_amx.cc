@@ -1,8 +1,8 @@
 // AMX int8 GEMM: uint8 activations x int8 weights on tiles (tdpbusd: 16x16 int32 sums of u8 x s8 quads,
 // exact). Blocks of 32 rows x 32 columns: two A tiles (16 rows x 64 bytes of K) and two B tiles (16
-// quads x 16 columns: exactly 16 quads of a packed B panel, see igemm_u8s8_pack_b) feed four C tiles.
-// K is a multiple of 16 quads and A has 31 readable zero rows after its last (KernelTable's
-// igemm_u8s8_kq_multiple / igemm_u8s8_row_pad), so every tile is full; rows and columns past C's edge
+// quads x 16 columns: exactly 16 quads of a packed B panel, see qgemm_u8s8_pack_b) feed four C tiles.
+// K is a multiple of 16 quads and A has 31 readable zero rows after its last (its row in kernel_list.inc:
+// k_multiple 64, row_pad 31), so every tile is full; rows and columns past C's edge
 // are computed and dropped. The sums then go through the shared AVX-512 epilogue. Compiled with
 // -mamx-tile -mamx-int8 (and AVX-512); only called when the CPU and OS allow AMX (kernel_table.cc).
 #include <immintrin.h>
@@ -10,10 +10,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "igemm_store_avx512.h"
+#include "qstore_avx512.h"
 
 namespace optim::kernels {
 namespace {
+
+// Blocks of 32 rows by 2 panels, K in steps of 16 quads (kernel_list.inc's traits say so to callers).
+constexpr int64_t kAmxRows = 32, kAmxKq = 16;
 
 // The tile configuration (palette 1): tiles 0-3 C (16 rows x 64 bytes of int32), 4-5 A, 6-7 B.
 struct alignas(64) TileConfig {
@@ -34,9 +37,9 @@ void load_config() {
 
 }  // namespace
 
-void igemm_u8s8_amx(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
+void qgemm_u8s8_amx_32x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
                     int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
-                    const IgemmEpilogue& ep) {
+                    const QgemmEpilogue& ep) {
   static_assert(kQuadNR == 16 && kAmxRows == 32 && kAmxKq == 16, "tiles are 16 rows of 64 bytes");
   load_config();  // per call: the configuration is per thread, and this may be a new pool thread
   alignas(64) int32_t acc[kAmxRows * 2 * kQuadNR];

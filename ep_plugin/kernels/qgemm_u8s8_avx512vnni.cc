@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "igemm_store_avx512.h"
+#include "qstore_avx512.h"
 
 namespace optim::kernels {
 
@@ -46,9 +46,9 @@ constexpr TileFn<NP> kTiles[kQuadMR + 1] = {nullptr, tile<1, NP>, tile<2, NP>, t
 
 }  // namespace
 
-void igemm_u8s8_avx512vnni(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
+void qgemm_u8s8_avx512vnni_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
                            int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
-                           const IgemmEpilogue& ep) {
+                           const QgemmEpilogue& ep) {
   alignas(64) int32_t acc[kQuadMR * 2 * kQuadNR];
   for (int64_t p = p0; p < p1;) {
     const int np = p + 1 < p1 ? 2 : 1;  // two panels at a time while there are two

@@ -1,17 +1,17 @@
-// The int8 GEMM epilogue (igemm_epilogue.h) for eight columns at a time, in AVX2: the scalar
+// The int8 GEMM epilogue (qgemm_epilogue.h) for eight columns at a time, in AVX2: the scalar
 // operations in the same order, so the results equal the scalar reference bit for bit. Included only
 // by files compiled with -mavx2 -mfma.
 #pragma once
 
 #include <immintrin.h>
 
-#include "igemm_epilogue.h"
+#include "qgemm_epilogue.h"
 
 namespace optim::kernels {
-namespace {  // internal linkage, as in igemm_epilogue.h
+namespace {  // internal linkage, as in qgemm_epilogue.h
 
 // Eight columns j0..j0+7 of row i, all inside C: the scalar epilogue's operations, vectorized.
-inline void store8(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogue& ep, void* c, int64_t index) {
+inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
   __m256 real = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)));
   const __m256 scale = ep.scale_col ? _mm256_loadu_ps(ep.scale_col + j0)
                                     : _mm256_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
@@ -33,10 +33,10 @@ inline void store8(const int32_t* acc, int64_t i, int64_t j0, const IgemmEpilogu
   _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
 }
 
-inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const IgemmEpilogue& ep, void* c, int64_t ldc) {
+inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep, void* c, int64_t ldc) {
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) store8(acc + j, i, j0 + j, ep, c, i * ldc + j0 + j);
-  for (; j < cols; ++j) igemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
+  for (; j < cols; ++j) qgemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ inline void store_row(const float* acc, float* crow, int64_t i, int64_t j0, int6
 
 }  // namespace
 
-void sgemm_packed_avx512_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
+void sgemm_f32_avx512_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const float* a,
                               int64_t lda, const float* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep) {
   alignas(64) float acc[kRows * 2 * kSgemmNR];
   const int64_t panel_floats = k * kSgemmNR;

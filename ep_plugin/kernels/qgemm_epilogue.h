@@ -12,7 +12,7 @@ namespace optim::kernels {
 // shared (inline, COMDAT) copy could be the AVX-512 build of it, run on a CPU without AVX-512.
 namespace {
 
-inline float igemm_real(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& ep) {
+inline float qgemm_real(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& ep) {
   const float scale = ep.scale_col ? ep.scale_col[j] : ep.scale_row ? ep.scale_row[i] : ep.scale;
   float real = static_cast<float>(acc) * scale;
   if (ep.bias_col) real += ep.bias_col[j];
@@ -21,8 +21,8 @@ inline float igemm_real(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& 
 }
 
 // Stores one element of C: the real value, or it quantized (half to even, then saturated).
-inline void igemm_store(int32_t acc, int64_t i, int64_t j, const IgemmEpilogue& ep, void* c, int64_t index) {
-  const float real = igemm_real(acc, i, j, ep);
+inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& ep, void* c, int64_t index) {
+  const float real = qgemm_real(acc, i, j, ep);
   if (ep.out == QuantOut::kFloat32) {
     static_cast<float*>(c)[index] = real;
     return;

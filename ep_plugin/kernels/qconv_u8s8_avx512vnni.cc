@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "iconv_segment.h"
-#include "igemm_store_avx2.h"
+#include "conv_segment.h"
+#include "qstore_avx2.h"
 
 namespace optim::kernels {
 namespace {
@@ -20,7 +20,7 @@ inline __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast
 
 // Requantizes 8 int32 sums of row i with a per-row scale and bias (the usual conv epilogue) and stores
 // the 8 bytes: store8's operations, in registers.
-inline void requantize_row(__m256i acc, int64_t i, const IgemmEpilogue& ep, uint8_t* dst) {
+inline void requantize_row(__m256i acc, int64_t i, const QgemmEpilogue& ep, uint8_t* dst) {
   __m256 real = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(ep.scale_row[i]));
   if (ep.bias_row) real = _mm256_add_ps(real, _mm256_set1_ps(ep.bias_row[i]));
   __m256 q = _mm256_round_ps(_mm256_mul_ps(real, _mm256_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -36,7 +36,7 @@ inline void requantize_row(__m256i acc, int64_t i, const IgemmEpilogue& ep, uint
 // The tile's sums go to `out` (MR x 8 int32), or, with `direct` (8 pixels, a quantized output with
 // per-row scales), straight through requantize_row into C's rows i0.. at column j0.
 template <int MR>
-inline void tile(const IconvArgs& g, const int8_t* a, const uint8_t* x, int32_t* out, bool direct, int64_t i0, int64_t j0) {
+inline void tile(const QconvArgs& g, const int8_t* a, const uint8_t* x, int32_t* out, bool direct, int64_t i0, int64_t j0) {
   __m256i acc[MR];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) acc[r] = _mm256_set1_epi32(g.comp_row ? g.comp_row[r] : 0);
@@ -62,26 +62,26 @@ inline void tile(const IconvArgs& g, const int8_t* a, const uint8_t* x, int32_t*
   for (int r = 0; r < MR; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * 8), acc[r]);
 }
 
-using TileFn = void (*)(const IconvArgs&, const int8_t*, const uint8_t*, int32_t*, bool, int64_t, int64_t);
-constexpr TileFn kTiles[kIconvU8S8MR + 1] = {nullptr,   tile<1>,  tile<2>,  tile<3>,  tile<4>,  tile<5>,
+using TileFn = void (*)(const QconvArgs&, const int8_t*, const uint8_t*, int32_t*, bool, int64_t, int64_t);
+constexpr TileFn kTiles[kQconvU8S8MR + 1] = {nullptr,   tile<1>,  tile<2>,  tile<3>,  tile<4>,  tile<5>,
                                              tile<6>,   tile<7>,  tile<8>,  tile<9>,  tile<10>, tile<11>,
                                              tile<12>,  tile<13>, tile<14>, tile<15>, tile<16>};
 
 }  // namespace
 
-void iconv_u8s8_avx512vnni(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const IconvArgs& g) {
-  static_assert(kIconvSeg == 8, "the tile's pixels are one ymm of int32");
-  alignas(32) int32_t acc[kIconvU8S8MR * kIconvSeg];
-  const IgemmEpilogue& ep = *g.ep;
+void qconv_u8s8_avx512vnni_16x8(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const QconvArgs& g) {
+  static_assert(kConvSeg == 8, "the tile's pixels are one ymm of int32");
+  alignas(32) int32_t acc[kQconvU8S8MR * kConvSeg];
+  const QgemmEpilogue& ep = *g.ep;
   const bool quantized_rows = ep.out != QuantOut::kFloat32 && ep.scale_row && !ep.scale_col && !ep.bias_col;
-  for_each_iconv_tile<kIconvU8S8MR>(g.segs, m0, m1, s0, s1, [&](const IconvSegment& seg, int64_t i, int64_t rows) {
-    IconvArgs gi = g;
+  for_each_conv_tile<kQconvU8S8MR>(g.segs, m0, m1, s0, s1, [&](const ConvSegment& seg, int64_t i, int64_t rows) {
+    QconvArgs gi = g;
     gi.comp_row = g.comp_row ? g.comp_row + i : nullptr;
-    const bool direct = quantized_rows && seg.cols == kIconvSeg;
+    const bool direct = quantized_rows && seg.cols == kConvSeg;
     kTiles[rows](gi, static_cast<const int8_t*>(g.a) + i * g.lda, static_cast<const uint8_t*>(g.x) + seg.in, acc, direct,
                  i, seg.out);
     if (!direct)
-      for (int64_t r = 0; r < rows; ++r) store_row(acc + r * kIconvSeg, i + r, seg.out, seg.cols, ep, g.c, g.ldc);
+      for (int64_t r = 0; r < rows; ++r) store_row(acc + r * kConvSeg, i + r, seg.out, seg.cols, ep, g.c, g.ldc);
   });
 }
 

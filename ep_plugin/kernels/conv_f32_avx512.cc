@@ -1,4 +1,4 @@
-// AVX-512 direct float convolution (see kernel_table.h, FconvFn): 8 output channels by four segments
+// AVX-512 direct float convolution (see kernel_table.h, ConvF32Fn): 8 output channels by four segments
 // of 8 pixels, two segments per zmm, 16 accumulators. Per tap, four 8-float loads from the prepared
 // input and one weight broadcast per channel feed 16 FMAs. Each output is the same chain of FMAs in tap
 // order as in the AVX2 kernel. Compiled with -mavx512f (and the VNNI set); only called when the CPU
@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "fconv_store_avx2.h"
-#include "iconv_segment.h"
+#include "conv_store_avx2.h"
+#include "conv_segment.h"
 
 namespace optim::kernels {
 namespace {
@@ -22,7 +22,7 @@ inline __m512 two_segments(const float* a, const float* b) {
 }
 
 template <int MR>
-inline void tile(const FconvArgs& g, const float* w, const float* const* x, float* out /* MR x 32 */) {
+inline void tile(const ConvF32Args& g, const float* w, const float* const* x, float* out /* MR x 32 */) {
   __m512 c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -47,20 +47,20 @@ inline void tile(const FconvArgs& g, const float* w, const float* const* x, floa
   }
 }
 
-using TileFn = void (*)(const FconvArgs&, const float*, const float* const*, float*);
+using TileFn = void (*)(const ConvF32Args&, const float*, const float* const*, float*);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>, tile<7>, tile<8>};
 
 }  // namespace
 
-void fconv_avx512_8x32(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const FconvArgs& g) {
-  static_assert(kIconvSeg == 8, "a segment is half a zmm of floats");
+void conv_f32_avx512_8x32(int64_t m0, int64_t m1, int64_t s0, int64_t s1, const ConvF32Args& g) {
+  static_assert(kConvSeg == 8, "a segment is half a zmm of floats");
   alignas(64) float acc[kRows * 32];
   for (int64_t s = s0; s < s1; s += kSegs) {
     const int64_t segs = std::min<int64_t>(kSegs, s1 - s);
-    IconvSegment seg[kSegs];
+    ConvSegment seg[kSegs];
     const float* x[kSegs];
     for (int64_t h = 0; h < kSegs; ++h) {
-      seg[h] = iconv_segment(g.segs, s + std::min(h, segs - 1));  // past the last: the last again, not kept
+      seg[h] = conv_segment(g.segs, s + std::min(h, segs - 1));  // past the last: the last again, not kept
       x[h] = g.x + seg[h].in;
     }
     for (int64_t i = m0; i < m1; i += kRows) {
