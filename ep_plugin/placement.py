@@ -29,7 +29,7 @@ class Placement:
     @property
     def integer_units(self) -> int:
         """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels."""
-        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith(("QGemm ", "QConv ", "QAdd ", "QMatMul ")))
+        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith(("QGemm ", "QConv ", "NhwcQConv ", "QAdd ", "QMatMul ")))
 
     @property
     def total_nodes(self) -> int:

@@ -173,6 +173,83 @@ using BinarySVFn = void (*)(BinaryOp op, float a, const float* b, float* out, in
 using UnaryFn = void (*)(UnaryOp op, const float* x, float* y, int64_t n);
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
 
+// --- NHWC convolution as a GEMM: rows are output pixels, columns output channels --------------------
+// Row m of A is output pixel m, images one after another (m = (img * oh + oy) * ow + ox). At kernel tap t
+// it reads k_tap consecutive values at x + base(m) + tap_off[t] (in elements), where
+// base(m) = img * image_stride + (oy * sh * wp + ox * sw) * cs. K is taps * k_tap values in tap order,
+// and B (the weights) is packed over that K like a GEMM's B (sgemm_pack_b, qgemm_s16_pack_b,
+// qgemm_u8s8_pack_b: panels of 16 columns). A plain GEMM is one tap with ow >= M, sw = 1 and cs = lda.
+// C row m starts at c + m * ldc; columns [0, n) are computed.
+struct ConvRows {
+  const void* x = nullptr;
+  int64_t pixels = 1, ow = 1;  // output pixels per image (oh * ow) and per output row
+  int64_t image_stride = 0, sh = 1, sw = 1, wp = 1, cs = 1;
+  int64_t taps = 1, k_tap = 1;  // k_tap: padded to the kernel's K multiple (pairs, quads) with zero weights
+  const int64_t* tap_off = nullptr;
+};
+
+// float32: C = min(max(A x B + bias[j] + residual[m][j], lo), hi), each term only when set; NaN propagates.
+struct ConvF32Epilogue {
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  int64_t ld_residual = 0;
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+};
+struct ConvGemmF32Args {
+  ConvRows a;
+  const float* w = nullptr;  // packed B panels
+  int64_t n = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  ConvF32Epilogue ep;
+};
+// int8: exact int32 sums (plus comp_col[j] for u8 x s8 A) through the QgemmEpilogue (per-column scales).
+// A holds int16 values minus their zero point for the s16-pair kernels, uint8 for the u8 x s8 ones.
+struct ConvGemmQ8Args {
+  ConvRows a;
+  const void* w = nullptr;  // packed B panels: int16 pairs or int8 quads
+  int64_t n = 0;
+  void* c = nullptr;
+  int64_t ldc = 0;
+  const int32_t* comp_col = nullptr;
+  const QgemmEpilogue* ep = nullptr;
+};
+// Rows [m0, m1) by 16-column panels [p0, p1) of C.
+using ConvGemmF32Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& args);
+using ConvGemmQ8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmQ8Args& args);
+
+// --- depthwise NHWC convolution (one input channel per output channel) -------------------------------
+// Output pixel m (images one after another, as above) of channel j sums, over taps (ky, kx) inside the
+// input, x[img][oy*sh - ph + ky*dh][ox*sw - pw + kx*dw][j] * w[(ky * kw + kx) * channels + j]; taps in the
+// padding add nothing (the kernels check bounds: no padded copy). Input pixels are cs elements apart.
+struct DwconvGeometry {
+  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t cs = 1, channels = 1;
+};
+struct DwconvF32Args {
+  DwconvGeometry g;
+  const float* x = nullptr;
+  const float* w = nullptr;  // taps x channels
+  float* c = nullptr;
+  int64_t ldc = 0;
+  ConvF32Epilogue ep;
+};
+// int8 (uint8 or int8 x): sums of (x - x_zero) * w in float32, exact while every |partial sum| stays below
+// 2^24 (the op checks that bound on its weights), then the QgemmEpilogue per channel (column).
+struct DwconvQ8Args {
+  DwconvGeometry g;
+  const void* x = nullptr;
+  bool x_u8 = true;
+  float x_zero = 0.f;
+  const float* w = nullptr;  // taps x channels, weights minus their zero points
+  void* c = nullptr;
+  int64_t ldc = 0;
+  const QgemmEpilogue* ep = nullptr;
+};
+// Output pixels [m0, m1).
+using DwconvF32Fn = void (*)(int64_t m0, int64_t m1, const DwconvF32Args& args);
+using DwconvQ8Fn = void (*)(int64_t m0, int64_t m1, const DwconvQ8Args& args);
+
 // --- the table ------------------------------------------------------------------------------------
 // What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
 // tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
@@ -212,6 +289,11 @@ struct KernelTable {
   Kernel<ConvF32Fn> conv_f32;
   Kernel<QconvS16Fn> qconv_s16;
   Kernel<QconvS16Fn> qconv_u8s8;
+  Kernel<ConvGemmF32Fn> conv_gemm_f32;
+  Kernel<ConvGemmQ8Fn> conv_gemm_s16;
+  Kernel<ConvGemmQ8Fn> conv_gemm_u8s8;
+  Kernel<DwconvF32Fn> dwconv_f32;
+  Kernel<DwconvQ8Fn> dwconv_q8;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;
 };

@@ -10,6 +10,8 @@
 #include "plan.h"
 #include "gelu_fusion.h"
 #include "qdq_fusion.h"
+#include "rewrites/conv_epilogue.h"
+#include "rewrites/nhwc_layout.h"
 
 namespace optim {
 namespace {
@@ -206,6 +208,10 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       fuse_qdq_adds(rg.graph, outputs);
       fold_constant_dequantize(rg.graph, outputs);
       fuse_gelu(rg.graph, outputs);
+      if (ep->options_.channels_last) {
+        to_channels_last(rg.graph, outputs);
+        fuse_conv_epilogues(rg.graph, outputs);
+      }
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);

@@ -44,6 +44,10 @@ EpOptions read_options(const OrtSessionOptions* so) {
     if (v != "0" && v != "1") throw Error("option log='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
     o.log = v == "1";
   }
+  if (get_entry(so, key("channels_last"), &v)) {
+    if (v != "0" && v != "1") throw Error("option channels_last='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
+    o.channels_last = v == "1";
+  }
   return o;
 }
 

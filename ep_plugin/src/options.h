@@ -14,6 +14,7 @@ struct EpOptions {
   size_t min_partition_nodes = 1;          // smaller connected groups stay on the CPU EP
   std::string placement_report;            // path: JSON of claimed groups and refused nodes, rewritten per GetCapability
   bool log = false;                        // log=1: each refusal as a warning on ORT's logger
+  bool channels_last = true;               // channels_last=0: convolutions stay NCHW (direct kernels), for comparison
 };
 
 // Reads and validates the options; throws Error naming the option and the accepted values.

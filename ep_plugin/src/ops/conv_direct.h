@@ -120,9 +120,6 @@ void prepare_image_group(const DirectLayout& l, int64_t cin_g, const T* x, int64
   fill_run(dst + cin_g * l.plane, dst + l.per_image_group, Out{});
 }
 
-// Waking a pool thread costs about as much as a million multiply-adds.
-constexpr int64_t kMacsPerTask = 1 << 20;
-
 // The threading of a direct convolution: per turn of images, prepare(i0, ig) fills the prepared input
 // of (image i0 + ig / groups, group ig % groups) and convolve(i0, ig, s0, s1) computes its segments
 // [s0, s1). With 4 or more (image, group) pairs each task prepares and convolves its own; otherwise the

@@ -55,6 +55,8 @@ class RunContext {
 
 // Elements per task below which threads cost more than they save.
 constexpr int64_t kParallelChunk = 1 << 15;
+// Waking a pool thread costs about as much as a million multiply-adds.
+constexpr int64_t kMacsPerTask = 1 << 20;
 // Splits [0, n) into chunks of at least kParallelChunk elements and runs fn(begin, end) on the pool.
 void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 

@@ -65,8 +65,8 @@ class PoolImpl : public Op {
     const int64_t ph = two_d ? geo.pad_begin[0] : 0, pw = geo.pad_begin.back();
     // Padded extent (for count_include_pad): explicit end pads, or what SAME padding implies.
     const size_t r = win_.kernel.size();
-    const int64_t pe_h = two_d ? padded_end(geo, 0, r) : 0;
-    const int64_t pe_w = padded_end(geo, r - 1, r);
+    const int64_t pe_h = two_d ? padded_end(win_, geo, 0) : 0;
+    const int64_t pe_w = padded_end(win_, geo, r - 1);
     const int64_t planes = xs[0] * xs[1];
     const T* x = in[0].as<T>();
     T* y = out[0].as<T>();
@@ -83,7 +83,7 @@ class PoolImpl : public Op {
     std::vector<float> cols_in(static_cast<size_t>(ow));  // averaging: taps per output column
     for (int64_t ox = 0; ox < ow && !is_max; ++ox) {
       const int64_t x0 = ox * sw - pw;
-      cols_in[ox] = static_cast<float>(count_include_pad_ ? taps(x0, dw, kw, -pw, iw + pe_w).size() : taps(x0, dw, kw, 0, iw).size());
+      cols_in[ox] = static_cast<float>(count_include_pad_ ? tap_range(x0, dw, kw, -pw, iw + pe_w).size() : tap_range(x0, dw, kw, 0, iw).size());
     }
     // Threads only where the work outweighs waking them (about 64k window taps per task).
     const int64_t tasks = std::clamp<int64_t>(planes * oh * ow * kh * kw >> 16, 1, std::min<int64_t>(planes, 64));
@@ -98,7 +98,7 @@ class PoolImpl : public Op {
         for (int64_t oy = 0; oy < oh; ++oy) {
           T* yr = yp + oy * ow;
           const int64_t y0 = oy * sh - ph;
-          const TapRange ry = taps(y0, dh, kh, 0, ih);
+          const TapRange ry = tap_range(y0, dh, kh, 0, ih);
           std::fill(yr, yr + ow, is_max ? lowest : T{});
           if (is_max) {  // max of the rows first, then across the columns
             max_rows_then_columns(xp, y0, ry, iw, dh, kw, sw, dw, pw, ox_begin, ox_end, row_max.data(), yr);
@@ -126,23 +126,13 @@ class PoolImpl : public Op {
             }
             continue;
           }
-          const int64_t rows_in = count_include_pad_ ? taps(y0, dh, kh, -ph, ih + pe_h).size() : ry.size();
+          const int64_t rows_in = count_include_pad_ ? tap_range(y0, dh, kh, -ph, ih + pe_h).size() : ry.size();
           for (int64_t ox = 0; ox < ow; ++ox)
             yr[ox] = static_cast<T>(yr[ox] / std::max(static_cast<float>(rows_in) * cols_in[ox], 1.f));
         }
       }
     });
   }
-
-  struct TapRange {
-    int64_t begin, end;
-    int64_t size() const { return end > begin ? end - begin : 0; }
-  };
-
-  // max(acc, v) that propagates NaN as ONNX's MaxPool does (a NaN anywhere in the window wins), with
-  // std::max's tie order; a select the compiler vectorizes. For integers the NaN test is always false.
-  template <typename T>
-  static T max_nan(T acc, T v) { return (acc < v || v != v) ? v : acc; }
 
   // MaxPool of one output row: the element-wise max of its input rows (contiguous, so it vectorizes)
   // into row_max, then one strided pass per kernel column instead of one per tap.
@@ -167,21 +157,6 @@ class PoolImpl : public Op {
       else for (int64_t i = 0; i < n; ++i) o[i] = max_nan(o[i], r[i * sw]);
     }
   }
-  // Kernel taps t in [0, k) whose position start + t*dil lies in [lo, hi).
-  static TapRange taps(int64_t start, int64_t dil, int64_t k, int64_t lo, int64_t hi) {
-    const int64_t b = start >= lo ? 0 : (lo - start + dil - 1) / dil;
-    const int64_t e = start >= hi ? 0 : (hi - start + dil - 1) / dil;
-    return {std::min(b, k), std::clamp<int64_t>(e, 0, k)};
-  }
-
-  int64_t padded_end(const WindowGeometry& geo, size_t i, size_t r) const {
-    if (win_.auto_pad == "VALID") return 0;
-    if (win_.auto_pad == "NOTSET") return win_.pads[i + r];
-    const int64_t eff = win_.dilations[i] * (win_.kernel[i] - 1) + 1;
-    const int64_t total = std::max<int64_t>(0, (geo.out[i] - 1) * win_.strides[i] + eff - geo.in[i]);
-    return total - geo.pad_begin[i];
-  }
-
   PoolKind kind_;
   WindowAttrs win_;
   bool count_include_pad_ = false;

@@ -161,7 +161,6 @@ class QGemmImpl : public Op {
   kernels::QgemmEpilogue ep_;
 };
 
-std::string check_internal(const Node&, const Graph&) { return ""; }
 std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::make_unique<QGemmImpl>(n, g); }
 
 }  // namespace
@@ -224,12 +223,6 @@ void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const
   });
 }
 
-OpDef qconv_op_def();  // qconv.cc
-OpDef qadd_op_def();   // qadd.cc
-OpDef qmatmul_op_def();  // qmatmul.cc
-
-std::vector<OpDef> internal_op_defs() {
-  return {{"QGemm", 1, 1, check_internal, create_qgemm}, qconv_op_def(), qadd_op_def(), qmatmul_op_def()};
-}
+std::unique_ptr<Op> create_qgemm_unit(const Node& n, const Graph& g) { return create_qgemm(n, g); }
 
 }  // namespace optim

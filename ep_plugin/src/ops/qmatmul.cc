@@ -99,6 +99,6 @@ std::unique_ptr<Op> create_qmatmul(const Node& n, const Graph& g) { return std::
 
 }  // namespace
 
-OpDef qmatmul_op_def() { return {"QMatMul", 1, 1, [](const Node&, const Graph&) { return std::string(); }, create_qmatmul}; }
+std::unique_ptr<Op> create_qmatmul_unit(const Node& n, const Graph& g) { return create_qmatmul(n, g); }
 
 }  // namespace optim

@@ -17,7 +17,7 @@ std::vector<OpDef> pool_op_defs();
 std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> shape_op_defs();
-std::vector<OpDef> internal_op_defs();  // ops OptimEP builds itself (qgemm.cc)
+std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph);  // internal_ops.cc
 
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
@@ -62,12 +62,7 @@ std::vector<size_t> shape_value_inputs(const Node& node) {
 }
 
 std::unique_ptr<Op> create_op(const Node& node, const Graph& graph) {
-  if (node.domain == kInternalDomain) {
-    static const std::vector<OpDef> internal = internal_op_defs();
-    for (const OpDef& d : internal)
-      if (node.op == d.op_type) return d.create(node, graph);
-    throw Error("internal op " + node.op + " is unknown");
-  }
+  if (node.domain == kInternalDomain) return create_internal_op(node, graph);
   const std::string why = why_unsupported(node, graph);
   if (!why.empty()) throw Error(why);
   return find_def(node)->create(node, graph);

@@ -1,5 +1,7 @@
 #include "spatial.h"
 
+#include <algorithm>
+
 namespace optim {
 
 WindowAttrs read_window_attrs(const Node& n, const std::vector<int64_t>& kernel) {
@@ -50,6 +52,21 @@ WindowGeometry resolve_window(const WindowAttrs& w, const std::vector<int64_t>& 
     g.out[i] = out;
   }
   return g;
+}
+
+int64_t padded_end(const WindowAttrs& w, const WindowGeometry& geo, size_t i) {
+  const size_t r = w.kernel.size();
+  if (w.auto_pad == "VALID") return 0;
+  if (w.auto_pad == "NOTSET") return w.pads[i + r];
+  const int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+  const int64_t total = std::max<int64_t>(0, (geo.out[i] - 1) * w.strides[i] + eff - geo.in[i]);
+  return total - geo.pad_begin[i];
+}
+
+TapRange tap_range(int64_t start, int64_t dil, int64_t k, int64_t lo, int64_t hi) {
+  const int64_t b = start >= lo ? 0 : (lo - start + dil - 1) / dil;
+  const int64_t e = start >= hi ? 0 : (hi - start + dil - 1) / dil;
+  return {std::min(b, k), std::clamp<int64_t>(e, 0, k)};
 }
 
 std::string check_auto_pad(const Node& n) {

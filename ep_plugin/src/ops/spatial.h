@@ -26,6 +26,21 @@ struct WindowGeometry {
 // Resolves output sizes and begin pads for spatial input sizes `in`.
 WindowGeometry resolve_window(const WindowAttrs& w, const std::vector<int64_t>& in);
 
+// The end pad of spatial dim i: explicit, or what SAME padding implies (for count_include_pad).
+int64_t padded_end(const WindowAttrs& w, const WindowGeometry& geo, size_t i);
+
+// Kernel taps t in [begin, end) of [0, k): those whose position start + t*dil lies in [lo, hi).
+struct TapRange {
+  int64_t begin, end;
+  int64_t size() const { return end > begin ? end - begin : 0; }
+};
+TapRange tap_range(int64_t start, int64_t dil, int64_t k, int64_t lo, int64_t hi);
+
+// max(acc, v) that propagates NaN as ONNX's MaxPool does (a NaN anywhere in the window wins), with
+// std::max's tie order; a select the compiler vectorizes. For integers the NaN test is always false.
+template <typename T>
+inline T max_nan(T acc, T v) { return (acc < v || v != v) ? v : acc; }
+
 // "" when the auto_pad value is one we implement.
 std::string check_auto_pad(const Node& n);
 

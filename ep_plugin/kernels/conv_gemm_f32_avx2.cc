@@ -1,0 +1,81 @@
+// AVX2 NHWC convolution GEMM on float32 (kernel_table.h, ConvGemmF32Args): 6 output pixels by one
+// 16-column panel, 12 ymm accumulators; per K value two panel loads and one broadcast per pixel feed 12
+// FMAs, the pixels' row pointers moving by tap. The epilogue runs in registers; a panel cut by C's edge
+// goes through the scalar epilogue. Compiled with -mavx2 -mfma.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "conv_f32_epilogue.h"
+#include "conv_rows.h"
+
+namespace optim::kernels {
+namespace {
+
+constexpr int kRows = 6;
+
+inline __m256 finish(__m256 v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
+  if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
+  if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual));
+  v = _mm256_max_ps(_mm256_set1_ps(ep.lo), v);  // NaN stays (second operand)
+  return _mm256_min_ps(_mm256_set1_ps(ep.hi), v);
+}
+
+template <int MR>
+void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
+  const ConvRows& r = g.a;
+  const float* x = static_cast<const float*>(r.x);
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  const float* w = g.w + p * r.taps * r.k_tap * 16;
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    c0[i] = _mm256_setzero_ps();
+    c1[i] = _mm256_setzero_ps();
+  }
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const float* a[MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+    for (int64_t c = 0; c < r.k_tap; ++c, w += 16) {
+      const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        const __m256 av = _mm256_broadcast_ss(a[i] + c);
+        c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);
+        c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
+      }
+    }
+  }
+  const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
+  const ConvF32Epilogue& ep = g.ep;
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    const int64_t row = m + i;
+    if (cols == 16) {
+      const float* bias = ep.bias ? ep.bias + j0 : nullptr;
+      const float* res = ep.residual ? ep.residual + row * ep.ld_residual + j0 : nullptr;
+      float* out = g.c + row * g.ldc + j0;
+      _mm256_storeu_ps(out, finish(c0[i], bias, res, ep));
+      _mm256_storeu_ps(out + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr, ep));
+    } else {
+      alignas(32) float acc[16];
+      _mm256_store_ps(acc, c0[i]);
+      _mm256_store_ps(acc + 8, c1[i]);
+      conv_f32_store_scalar(acc, cols, row, j0, g.c, g.ldc, ep);
+    }
+  }
+}
+
+using TileFn = void (*)(const ConvGemmF32Args&, int64_t, int64_t);
+constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+
+}  // namespace
+
+void conv_gemm_f32_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& g) {
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t m = m0; m < m1; m += kRows) kTiles[std::min<int64_t>(kRows, m1 - m)](g, m, p);
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,79 @@
+// AVX-512 NHWC convolution GEMM on float32 (kernel_table.h, ConvGemmF32Args): 8 output pixels by 32 output
+// channels (two 16-column panels), 16 zmm accumulators. Per K value, two panel loads and one broadcast
+// per pixel feed 16 FMAs; the pixels' row pointers move by tap, so one kernel serves every stride,
+// dilation and kernel size. The epilogue (bias, residual, clamp) runs in registers, masked at C's edge.
+// Compiled with -mavx512f (and the VNNI set); only called when the CPU reports AVX-512 (kernel_table.cc).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "conv_rows.h"
+
+namespace optim::kernels {
+namespace {
+
+constexpr int kRows = 8;
+
+inline __mmask16 mask_of(int64_t cols) { return cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1); }
+
+inline void store(__m512 v, int64_t m, int64_t j0, int64_t cols, const ConvGemmF32Args& g) {
+  const ConvF32Epilogue& ep = g.ep;
+  const __mmask16 k = mask_of(cols);
+  if (ep.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.bias + j0));
+  if (ep.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j0));
+  v = _mm512_max_ps(_mm512_set1_ps(ep.lo), v);  // max/min return the second operand on NaN: NaN stays
+  v = _mm512_min_ps(_mm512_set1_ps(ep.hi), v);
+  _mm512_mask_storeu_ps(g.c + m * g.ldc + j0, k, v);
+}
+
+// MR pixels by NP panels (1 or 2) starting at panel p.
+template <int MR, int NP>
+void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
+  const ConvRows& r = g.a;
+  const float* x = static_cast<const float*>(r.x);
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  const int64_t panel_stride = r.taps * r.k_tap * 16;
+  const float* w = g.w + p * panel_stride;
+  __m512 acc[MR][NP];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    for (int q = 0; q < NP; ++q) acc[i][q] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const float* a[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+    for (int64_t c = 0; c < r.k_tap; ++c, w += 16) {
+      __m512 b[NP];
+      for (int q = 0; q < NP; ++q) b[q] = _mm512_loadu_ps(w + q * panel_stride);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512 av = _mm512_set1_ps(a[i][c]);
+        for (int q = 0; q < NP; ++q) acc[i][q] = _mm512_fmadd_ps(av, b[q], acc[i][q]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+    for (int q = 0; q < NP; ++q) store(acc[i][q], m + i, (p + q) * 16, panel_cols(g.n, p + q), g);
+}
+
+template <int NP>
+using TileFn = void (*)(const ConvGemmF32Args&, int64_t, int64_t);
+template <int NP>
+constexpr TileFn<NP> kTiles[kRows + 1] = {nullptr, tile<1, NP>, tile<2, NP>, tile<3, NP>, tile<4, NP>,
+                                          tile<5, NP>, tile<6, NP>, tile<7, NP>, tile<8, NP>};
+
+}  // namespace
+
+void conv_gemm_f32_avx512_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& g) {
+  for (int64_t p = p0; p < p1; p += 2) {
+    const bool two = p + 1 < p1;
+    for (int64_t m = m0; m < m1; m += kRows) {
+      const int64_t rows = std::min<int64_t>(kRows, m1 - m);
+      (two ? kTiles<2>[rows] : kTiles<1>[rows])(g, m, p);
+    }
+  }
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,71 @@
+// AVX2 NHWC int8 convolution GEMM on int16 pairs (kernel_table.h, ConvGemmQ8Args): 6 output pixels by one
+// 16-column panel; per K pair, one broadcast pair per pixel and two vpmaddwd (int16 pairs multiplied and
+// summed into int32, exact: |a*b + a'*b'| <= 2 * 255 * 255 < 2^31) per pixel, 12 ymm accumulators. The
+// epilogue is qstore_avx2.h's, so results equal the scalar reference bit for bit. Compiled with -mavx2 -mfma.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "conv_rows.h"
+#include "qstore_avx2.h"
+
+namespace optim::kernels {
+namespace {
+
+constexpr int kRows = 6;
+
+template <int MR>
+void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
+  const ConvRows& r = g.a;
+  const int16_t* x = static_cast<const int16_t*>(r.x);
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  const int64_t kp_tap = r.k_tap / 2;
+  const int16_t* w = static_cast<const int16_t*>(g.w) + p * r.taps * kp_tap * 32;
+  __m256i c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    c0[i] = _mm256_setzero_si256();
+    c1[i] = _mm256_setzero_si256();
+  }
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const int16_t* a[MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+    for (int64_t q = 0; q < kp_tap; ++q, w += 32) {
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, a[i] + 2 * q, sizeof(pair));
+        const __m256i av = _mm256_set1_epi32(pair);
+        c0[i] = _mm256_add_epi32(c0[i], _mm256_madd_epi16(av, b0));
+        c1[i] = _mm256_add_epi32(c1[i], _mm256_madd_epi16(av, b1));
+      }
+    }
+  }
+  const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
+  alignas(32) int32_t acc[16];
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc), c0[i]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + 8), c1[i]);
+    if (g.comp_col)
+      for (int64_t j = 0; j < cols; ++j) acc[j] += g.comp_col[j0 + j];
+    store_row(acc, m + i, j0, cols, *g.ep, g.c, g.ldc);
+  }
+}
+
+using TileFn = void (*)(const ConvGemmQ8Args&, int64_t, int64_t);
+constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+
+}  // namespace
+
+void conv_gemm_s16_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmQ8Args& g) {
+  for (int64_t p = p0; p < p1; ++p)
+    for (int64_t m = m0; m < m1; m += kRows) kTiles[std::min<int64_t>(kRows, m1 - m)](g, m, p);
+}
+
+}  // namespace optim::kernels

@@ -1,0 +1,48 @@
+// Scalar reference depthwise NHWC convolutions (kernel_table.h): float32, and int8 summed exactly in
+// float32 then requantized by the shared integer epilogue. Taps in the padding are skipped.
+#include <vector>
+
+#include "conv_f32_epilogue.h"
+#include "dwconv_taps.h"
+#include "qgemm_epilogue.h"
+
+namespace optim::kernels {
+
+void dwconv_f32_scalar(int64_t m0, int64_t m1, const DwconvF32Args& a) {
+  const DwconvGeometry& g = a.g;
+  std::vector<int64_t> off(static_cast<size_t>(g.kh * g.kw)), tap(off.size());
+  std::vector<float> acc(static_cast<size_t>(g.channels));
+  DwconvPixel px{0, 0, 0, 0, off.data(), tap.data()};
+  for (int64_t m = m0; m < m1; ++m) {
+    dwconv_pixel_taps(g, m, px);
+    const float* x = a.x + px.img * dwconv_image_stride(g);
+    for (int64_t j = 0; j < g.channels; ++j) {
+      float s = 0.f;
+      for (int64_t t = 0; t < px.count; ++t) s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
+      acc[static_cast<size_t>(j)] = s;
+    }
+    conv_f32_store_scalar(acc.data(), g.channels, m, 0, a.c, a.ldc, a.ep);
+  }
+}
+
+void dwconv_q8_scalar(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
+  const DwconvGeometry& g = a.g;
+  std::vector<int64_t> off(static_cast<size_t>(g.kh * g.kw)), tap(off.size());
+  DwconvPixel px{0, 0, 0, 0, off.data(), tap.data()};
+  for (int64_t m = m0; m < m1; ++m) {
+    dwconv_pixel_taps(g, m, px);
+    const int64_t image = px.img * dwconv_image_stride(g);
+    for (int64_t j = 0; j < g.channels; ++j) {
+      float s = 0.f;  // exact: every partial sum is an integer below 2^24 (the op checks the bound)
+      for (int64_t t = 0; t < px.count; ++t) {
+        const int64_t i = image + px.off[t] + j;
+        const float v = a.x_u8 ? static_cast<float>(static_cast<const uint8_t*>(a.x)[i])
+                               : static_cast<float>(static_cast<const int8_t*>(a.x)[i]);
+        s += (v - a.x_zero) * a.w[px.tap[t] * g.channels + j];
+      }
+      qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
+    }
+  }
+}
+
+}  // namespace optim::kernels

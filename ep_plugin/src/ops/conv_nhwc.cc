@@ -1,0 +1,240 @@
+// NhwcConv: float32 Conv on channels-last tensors (conv_nhwc.h), built by the layout rewrite from a Conv
+// with constant weights. Dense and grouped convolutions run the conv_gemm_f32 kernels over output pixels
+// (weights packed once per group as GEMM panels); depthwise ones (one channel per group) the dwconv_f32
+// kernels. Bias, a residual (optional input 3, the output's shape: a folded Add) and a Relu or Clip
+// (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc).
+#include <cmath>
+#include <limits>
+
+#include "conv_nhwc.h"
+
+namespace optim {
+
+Shape nhwc_conv_output_shape(const ConvGeometry& cg, const Shape& x) {
+  if (x.size() != cg.spatial + 2) throw Error("X " + shape_str(x) + " does not match weights " + shape_str(cg.wshape));
+  if (x.back() != cg.cin_g * cg.group)
+    throw Error("X " + shape_str(x) + " (channels last) has " + std::to_string(x.back()) + " channels, weights " +
+                shape_str(cg.wshape) + " with group " + std::to_string(cg.group) + " expect " +
+                std::to_string(cg.cin_g * cg.group));
+  const WindowGeometry geo = resolve_window(cg.win, std::vector<int64_t>(x.begin() + 1, x.end() - 1));
+  Shape out{x[0]};
+  out.insert(out.end(), geo.out.begin(), geo.out.end());
+  out.push_back(cg.cout);
+  return out;
+}
+
+NhwcConvLayout::NhwcConvLayout(const ConvGeometry& cg, const Shape& x) {
+  const WindowGeometry geo = resolve_window(cg.win, std::vector<int64_t>(x.begin() + 1, x.end() - 1));
+  const bool two_d = cg.spatial == 2;
+  const size_t last = cg.spatial - 1;
+  n = x[0];
+  c = x.back();
+  if (two_d) {
+    h = geo.in[0], oh = geo.out[0], kh = cg.win.kernel[0], sh = cg.win.strides[0], dh = cg.win.dilations[0];
+    ph = geo.pad_begin[0];
+  }
+  w = geo.in[last], ow = geo.out[last], kw = cg.win.kernel[last], sw = cg.win.strides[last];
+  dw = cg.win.dilations[last], pw = geo.pad_begin[last];
+  hp = std::max<int64_t>(1, (oh - 1) * sh + (kh - 1) * dh + 1);
+  wp = std::max<int64_t>(1, (ow - 1) * sw + (kw - 1) * dw + 1);
+  reads_padding = ph > 0 || pw > 0 || hp > h || wp > w;
+}
+
+std::vector<int64_t> NhwcConvLayout::tap_offsets(int64_t cs, int64_t row_pixels) const {
+  std::vector<int64_t> off;
+  for (int64_t ky = 0; ky < kh; ++ky)
+    for (int64_t kx = 0; kx < kw; ++kx) off.push_back((ky * dh * row_pixels + kx * dw) * cs);
+  return off;
+}
+
+kernels::DwconvGeometry NhwcConvLayout::depthwise(int64_t channels) const {
+  kernels::DwconvGeometry g;
+  g.h = h, g.w = w, g.oh = oh, g.ow = ow, g.kh = kh, g.kw = kw, g.sh = sh, g.sw = sw, g.dh = dh, g.dw = dw;
+  g.ph = ph, g.pw = pw, g.cs = c, g.channels = channels;
+  return g;
+}
+
+void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t macs_per_row_panel,
+                         const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
+  if (m <= 0 || panels <= 0) return;
+  const double macs = static_cast<double>(m) * static_cast<double>(panels) * static_cast<double>(macs_per_row_panel);
+  const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
+  const int64_t m_units = (m + mr - 1) / mr, p_units = (panels + 1) / 2;
+  // Split the panels first when a row block's weights outweigh its pixels (few pixels, long K: later
+  // layers), so each task reads its weights once; otherwise split the pixels.
+  const bool panels_first = p_units >= 2 && m_units * mr < 16 * 16;
+  int64_t mb = 1, pb = 1;
+  if (panels_first) {
+    pb = std::min(p_units, wanted);
+    mb = std::min(m_units, (wanted + pb - 1) / pb);
+  } else {
+    mb = std::min(m_units, wanted);
+    pb = std::min(p_units, (wanted + mb - 1) / mb);
+  }
+  const int64_t m_step = (m_units + mb - 1) / mb * mr, p_step = (p_units + pb - 1) / pb * 2;
+  rc.parallel_for(static_cast<size_t>(mb * pb), [&](size_t t) {
+    const int64_t m0 = static_cast<int64_t>(t) / pb * m_step, p0 = static_cast<int64_t>(t) % pb * p_step;
+    if (m0 < m && p0 < panels) fn(m0, std::min(m, m0 + m_step), p0, std::min(panels, p0 + p_step));
+  });
+}
+
+void run_dwconv_tasks(const RunContext& rc, int64_t m, int64_t macs_per_pixel, const std::function<void(int64_t, int64_t)>& fn) {
+  if (m <= 0) return;
+  // Depthwise work is memory-bound: a task pays off at a quarter of the multiply-adds of a dense one.
+  const double macs = static_cast<double>(m) * static_cast<double>(macs_per_pixel);
+  const int64_t tasks = std::min<int64_t>(m, static_cast<int64_t>(std::clamp(4.0 * macs / kMacsPerTask, 1.0, 64.0)));
+  const int64_t step = (m + tasks - 1) / tasks;
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    const int64_t m0 = static_cast<int64_t>(t) * step;
+    if (m0 < m) fn(m0, std::min(m, m0 + step));
+  });
+}
+
+namespace {
+
+class NhwcConvImpl : public Op {
+ public:
+  NhwcConvImpl(const Node& n, const Graph& g) {
+    const Tensor* w = g.constant(n.inputs[1]);
+    if (!w || w->dtype != DType::kFloat32) throw Error(n.label() + ": weights are not a float32 constant");
+    cg_ = ConvGeometry(n, w->shape);
+    weights_.assign(w->data<float>(), w->data<float>() + w->numel());
+    if (n.has_input(2)) {
+      const Tensor* b = g.constant(n.inputs[2]);
+      if (!b || b->dtype != DType::kFloat32 || b->numel() != cg_.cout)
+        throw Error(n.label() + ": bias is not a float32 constant of " + std::to_string(cg_.cout) + " values");
+      bias_.assign(b->data<float>(), b->data<float>() + b->numel());
+    }
+    lo_ = n.attr_f("activation_min", -std::numeric_limits<float>::infinity());
+    hi_ = n.attr_f("activation_max", std::numeric_limits<float>::infinity());
+    depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
+  }
+
+  bool try_fuse_relu() override {
+    lo_ = std::max(lo_, 0.f);
+    return true;
+  }
+
+  void prepare(const kernels::KernelTable&) override {
+    const int64_t taps = cg_.k_dim() / cg_.cin_g;
+    if (depthwise_) {  // taps x channels
+      dw_.resize(static_cast<size_t>(taps * cg_.cout));
+      for (int64_t c = 0; c < cg_.cout; ++c)
+        for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = weights_[static_cast<size_t>(c * taps + t)];
+    } else {
+      const int64_t cout_g = cg_.cout / cg_.group, k = taps * cg_.cin_g;
+      packed_.assign(static_cast<size_t>(cg_.group), {});
+      for (int64_t gi = 0; gi < cg_.group; ++gi) {
+        const std::vector<float> b = conv_weights_as_b<float>(cg_, gi, cg_.cin_g, [&](int64_t i) { return weights_[static_cast<size_t>(i)]; });
+        packed_[static_cast<size_t>(gi)].resize(kernels::sgemm_packed_b_floats(k, cout_g));
+        kernels::sgemm_pack_b(b.data(), cout_g, false, k, cout_g, packed_[static_cast<size_t>(gi)].data());
+      }
+    }
+    weights_.clear();
+    weights_.shrink_to_fit();
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
+    Shape y = nhwc_conv_output_shape(cg_, *in[0]);
+    if (in.size() > 3 && in[3] && *in[3] != y)
+      throw Error("the residual " + shape_str(*in[3]) + " does not have the output's shape " + shape_str(y));
+    return {y};
+  }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    if (depthwise_) return 0;
+    const NhwcConvLayout l(cg_, *in[0]);
+    if (!l.reads_padding) return 0;
+    return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const NhwcConvLayout l(cg_, *in[0].shape);
+    if (l.n == 0 || l.pixels() == 0) return;
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    kernels::ConvF32Epilogue ep;
+    ep.lo = lo_;
+    ep.hi = hi_;
+    const float* residual = in.size() > 3 && in[3].present() ? in[3].as<float>() : nullptr;
+    ep.residual = residual;
+    ep.ld_residual = cg_.cout;
+    if (depthwise_) {
+      kernels::DwconvF32Args a;
+      a.g = l.depthwise(cg_.cout);
+      a.x = x;
+      a.w = dw_.data();
+      a.c = y;
+      a.ldc = cg_.cout;
+      a.ep = ep;
+      a.ep.bias = bias_.empty() ? nullptr : bias_.data();
+      run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
+                       [&](int64_t m0, int64_t m1) { rc.kernels.dwconv_f32(m0, m1, a); });
+      return;
+    }
+    const int64_t cin_g = cg_.cin_g, cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw;
+    const int64_t panels = (cout_g + 15) / 16, mr = rc.kernels.conv_gemm_f32.traits.mr;
+    auto convolve = [&](const float* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
+                        int64_t cs, const std::vector<int64_t>& tap_off, float* y0) {
+      for (int64_t gi = 0; gi < cg_.group; ++gi) {
+        kernels::ConvGemmF32Args a;
+        a.a = {src + gi * group_stride, l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, taps, cin_g, tap_off.data()};
+        a.w = packed_[static_cast<size_t>(gi)].data();
+        a.n = cout_g;
+        a.c = y0 + gi * cout_g;
+        a.ldc = cg_.cout;
+        a.ep = ep;
+        a.ep.bias = bias_.empty() ? nullptr : bias_.data() + gi * cout_g;
+        if (residual) a.ep.residual = residual + (y0 - y) + gi * cout_g;  // the same pixels and channels
+        run_conv_gemm_tasks(rc, images * l.pixels(), panels, mr, 16 * taps * cin_g,
+                            [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { rc.kernels.conv_gemm_f32(m0, m1, p0, p1, a); });
+      }
+    };
+    if (!l.reads_padding) {  // read the input where it lies
+      convolve(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, l.tap_offsets(l.c, l.w), y);
+      return;
+    }
+    float* prepared = static_cast<float*>(rc.scratch());
+    const int64_t per = l.prepared_elems(cin_g), turn = images_per_turn(l);
+    const std::vector<int64_t> tap_off = l.tap_offsets(cin_g, l.wp);
+    for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
+      const int64_t images = std::min(turn, l.n - i0);
+      prepare_all(rc, l, x, i0, images, prepared);
+      convolve(prepared, images, cg_.group * per, per, l.wp, cin_g, tap_off, y + i0 * l.pixels() * cg_.cout);
+    }
+  }
+
+ private:
+  int64_t images_per_turn(const NhwcConvLayout& l) const {
+    const int64_t per_image = cg_.group * l.prepared_elems(cg_.cin_g) * static_cast<int64_t>(sizeof(float));
+    return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
+  }
+
+  // The padded copies of images [i0, i0 + images), every group, rows shared out over the pool.
+  void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const float* x, int64_t i0, int64_t images, float* dst) const {
+    const int64_t per = l.prepared_elems(cg_.cin_g);
+    const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(l.wp * cg_.cin_g, 1));
+    const int64_t chunks = (l.hp + rows_per_task - 1) / rows_per_task, units = images * cg_.group;
+    rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
+      const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
+      const int64_t img = i0 + u / cg_.group, gi = u % cg_.group;
+      prepare_nhwc_rows(l, x + img * l.h * l.w * l.c, l.c, gi * cg_.cin_g, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f,
+                        CopyValue{}, r0, std::min(l.hp, r0 + rows_per_task));
+    });
+  }
+
+  ConvGeometry cg_;
+  std::vector<float> weights_;  // [Cout, Cin/g, taps] until prepare()
+  std::vector<std::vector<float>> packed_;  // per group: GEMM B panels (dense)
+  std::vector<float> dw_;                    // taps x channels (depthwise)
+  std::vector<float> bias_;
+  float lo_ = 0.f, hi_ = 0.f;
+  bool depthwise_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> create_nhwc_conv(const Node& n, const Graph& g) { return std::make_unique<NhwcConvImpl>(n, g); }
+
+}  // namespace optim

@@ -1,0 +1,101 @@
+// What the NHWC convolutions (conv_nhwc.cc: float32, qconv_nhwc.cc: int8) share. Inside a partition the
+// layout rewrite (rewrites/nhwc_layout.cc) hands them channels-last tensors, [N, H, W, C] (1-D: [N, W, C]),
+// and they run as a GEMM whose rows are output pixels and whose columns are output channels
+// (kernel_table.h, ConvRows): per kernel tap, each pixel reads its input pixel's channels, which are
+// contiguous. The input is read where it lies when no padding is read and its channels fit the kernel;
+// otherwise it is first copied once, per image and group, into a padded buffer (rows, columns and channels
+// padded). Depthwise convolutions read the input where it lies and skip padding taps.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <type_traits>
+#include <vector>
+
+#include "conv_common.h"
+
+namespace optim {
+
+// NHWC output shape of a Conv with this geometry on NHWC input x; throws Error on a mismatch.
+Shape nhwc_conv_output_shape(const ConvGeometry& cg, const Shape& x);
+
+// One NHWC convolution's geometry for one input shape, and where its (prepared) input lies.
+struct NhwcConvLayout {
+  int64_t n = 1, h = 1, w = 1, c = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t hp = 1, wp = 1;  // the rows and columns some output pixel reads, padding included
+  bool reads_padding = false;
+
+  NhwcConvLayout(const ConvGeometry& cg, const Shape& x);
+  int64_t pixels() const { return oh * ow; }
+  // Elements of one prepared (image, group) with kt values per pixel.
+  int64_t prepared_elems(int64_t kt) const { return hp * wp * kt; }
+  // Tap offsets (elements) for pixels of `cs` values in rows of `row_pixels` pixels.
+  std::vector<int64_t> tap_offsets(int64_t cs, int64_t row_pixels) const;
+  kernels::DwconvGeometry depthwise(int64_t channels) const;
+};
+
+// The identity conversion: the prepared input holds the input's own values (a row then copies at once).
+struct CopyValue {
+  template <typename T>
+  T operator()(T v) const { return v; }
+};
+
+// Copies rows [r0, r1) of the prepared input of one (image, group): x_img is the image's first value,
+// channels [c0, c0 + cin) of c_total are taken, each pixel gets kt >= cin slots; padding pixels and
+// the slots past cin hold `pad`. convert(x) gives the stored value of an input.
+template <typename T, typename Out, typename Convert>
+void prepare_nhwc_rows(const NhwcConvLayout& l, const T* x_img, int64_t c_total, int64_t c0, int64_t cin, int64_t kt,
+                       Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
+  const int64_t col_lo = std::min(l.wp, l.pw), col_hi = std::clamp<int64_t>(l.pw + l.w, col_lo, l.wp);
+  for (int64_t r = r0; r < r1; ++r) {
+    Out* row = dst + r * l.wp * kt;
+    const int64_t iy = r - l.ph;
+    if (iy < 0 || iy >= l.h) {
+      std::fill(row, row + l.wp * kt, pad);
+      continue;
+    }
+    std::fill(row, row + col_lo * kt, pad);
+    std::fill(row + col_hi * kt, row + l.wp * kt, pad);
+    const T* src = x_img + (iy * l.w + (col_lo - l.pw)) * c_total + c0;
+    Out* out = row + col_lo * kt;
+    const int64_t cols = col_hi - col_lo;
+    if constexpr (std::is_same_v<T, Out> && std::is_same_v<Convert, CopyValue>) {
+      if (cin == kt && cin == c_total) {
+        std::memcpy(out, src, static_cast<size_t>(cols * cin) * sizeof(T));
+        continue;
+      }
+    }
+    for (int64_t px = 0; px < cols; ++px, src += c_total, out += kt) {
+      for (int64_t c = 0; c < cin; ++c) out[c] = convert(src[c]);
+      for (int64_t c = cin; c < kt; ++c) out[c] = pad;
+    }
+  }
+}
+
+// Weights [Cout, Cin/g, kh(, kw)] of group g as a GEMM B of (taps * kt) x cout_g, tap-major, channels
+// padded with zeros to kt: b[(t * kt + c) * cout_g + j] = value(W[g * cout_g + j][c][t]).
+template <typename T, typename Value>
+std::vector<T> conv_weights_as_b(const ConvGeometry& cg, int64_t g, int64_t kt, Value value) {
+  const int64_t taps = cg.k_dim() / cg.cin_g, cout_g = cg.cout / cg.group;
+  std::vector<T> b(static_cast<size_t>(taps * kt * cout_g), T{0});
+  for (int64_t j = 0; j < cout_g; ++j)
+    for (int64_t c = 0; c < cg.cin_g; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        b[static_cast<size_t>((t * kt + c) * cout_g + j)] = value((((g * cout_g + j) * cg.cin_g) + c) * taps + t);
+  return b;
+}
+
+// Splits rows [0, m) x 16-column panels [0, panels) into tasks of about kMacsPerTask multiply-adds
+// (`macs_per_row_panel` each) and runs fn(m0, m1, p0, p1) on the pool; row blocks are multiples of mr,
+// panel blocks of 2 (the widest kernels take panels in pairs).
+void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t macs_per_row_panel,
+                         const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn);
+
+// Splits output pixels [0, m) of a depthwise convolution into tasks of about kMacsPerTask.
+void run_dwconv_tasks(const RunContext& rc, int64_t m, int64_t macs_per_pixel, const std::function<void(int64_t, int64_t)>& fn);
+
+// Prepared inputs per call take at most this much scratch (more images are done in turns).
+constexpr int64_t kNhwcPrepBudgetBytes = 16 << 20;
+
+}  // namespace optim

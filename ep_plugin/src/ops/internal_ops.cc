@@ -1,0 +1,40 @@
+// The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
+// (qdq_fusion.cc) and the channels-last forms of the layout rewrite (rewrites/nhwc_layout.cc). A model
+// can never claim them; the rewrites that create them check what they need.
+#include <map>
+
+#include "op.h"
+#include "qgemm.h"
+
+namespace optim {
+
+using Create = std::unique_ptr<Op> (*)(const Node&, const Graph&);
+
+std::unique_ptr<Op> create_qgemm_unit(const Node&, const Graph&);   // qgemm.cc
+std::unique_ptr<Op> create_qconv_unit(const Node&, const Graph&);   // qconv.cc
+std::unique_ptr<Op> create_qadd_unit(const Node&, const Graph&);    // qadd.cc
+std::unique_ptr<Op> create_qmatmul_unit(const Node&, const Graph&); // qmatmul.cc
+std::unique_ptr<Op> create_nhwc_conv(const Node&, const Graph&);    // conv_nhwc.cc
+std::unique_ptr<Op> create_nhwc_qconv(const Node&, const Graph&);   // qconv_nhwc.cc
+std::unique_ptr<Op> create_to_nhwc(const Node&, const Graph&);      // layout.cc
+std::unique_ptr<Op> create_to_nchw(const Node&, const Graph&);
+std::unique_ptr<Op> create_nhwc_maxpool(const Node&, const Graph&); // pool_nhwc.cc
+std::unique_ptr<Op> create_nhwc_avgpool(const Node&, const Graph&);
+std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&);
+std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&);
+
+std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
+  static const std::map<std::string, Create> ops = {
+      {"QGemm", create_qgemm_unit},           {"QConv", create_qconv_unit},
+      {"QAdd", create_qadd_unit},             {"QMatMul", create_qmatmul_unit},
+      {"NhwcConv", create_nhwc_conv},         {"NhwcQConv", create_nhwc_qconv},
+      {"ToNhwc", create_to_nhwc},             {"ToNchw", create_to_nchw},
+      {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},
+      {"NhwcGlobalAveragePool", create_nhwc_gap}, {"NhwcGlobalMaxPool", create_nhwc_gmp},
+  };
+  auto it = ops.find(node.op);
+  if (it == ops.end()) throw Error("internal op " + node.op + " is unknown");
+  return it->second(node, graph);
+}
+
+}  // namespace optim

@@ -1,0 +1,177 @@
+// Pooling on channels-last tensors ([N, H, W, C] or [N, W, C]), built by the layout rewrite from
+// MaxPool (float32, uint8, int8), AveragePool and GlobalAveragePool / GlobalMaxPool (float32), with the
+// same attributes and results as pool.cc's NCHW forms. Per output pixel, each tap adds (or maxes) a whole
+// pixel of contiguous channels, so the inner loops run over channels and vectorize.
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+#include "spatial.h"
+
+namespace optim {
+namespace {
+
+enum class Kind { kMax, kAverage };
+
+// Where an NHWC window lands: dims from the channels-last shape.
+struct NhwcWindow {
+  int64_t n = 1, h = 1, w = 1, c = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t pe_h = 0, pe_w = 0;  // end pads (count_include_pad)
+
+  NhwcWindow(const WindowAttrs& win, const Shape& x) {
+    const WindowGeometry geo = resolve_window(win, std::vector<int64_t>(x.begin() + 1, x.end() - 1));
+    const bool two_d = win.kernel.size() == 2;
+    const size_t last = win.kernel.size() - 1;
+    n = x[0];
+    c = x.back();
+    if (two_d) {
+      h = geo.in[0], oh = geo.out[0], kh = win.kernel[0], sh = win.strides[0], dh = win.dilations[0], ph = geo.pad_begin[0];
+      pe_h = padded_end(win, geo, 0);
+    }
+    w = geo.in[last], ow = geo.out[last], kw = win.kernel[last], sw = win.strides[last], dw = win.dilations[last];
+    pw = geo.pad_begin[last];
+    pe_w = padded_end(win, geo, last);
+  }
+};
+
+template <typename T>
+void max_pixel(const NhwcWindow& g, const T* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, T* __restrict y) {
+  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  std::fill(y, y + g.c, lowest);
+  for (int64_t ky = ry.begin; ky < ry.end; ++ky)
+    for (int64_t kx = rx.begin; kx < rx.end; ++kx) {
+      const T* __restrict xp = x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c;
+      for (int64_t j = 0; j < g.c; ++j) y[j] = max_nan(y[j], xp[j]);
+    }
+}
+
+void average_pixel(const NhwcWindow& g, const float* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, float divisor,
+                   float* __restrict y) {
+  std::fill(y, y + g.c, 0.f);
+  for (int64_t ky = ry.begin; ky < ry.end; ++ky)
+    for (int64_t kx = rx.begin; kx < rx.end; ++kx) {
+      const float* __restrict xp = x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c;
+      for (int64_t j = 0; j < g.c; ++j) y[j] += xp[j];
+    }
+  for (int64_t j = 0; j < g.c; ++j) y[j] = y[j] / divisor;
+}
+
+class NhwcPoolImpl : public Op {
+ public:
+  NhwcPoolImpl(const Node& n, Kind kind) : kind_(kind) {
+    win_ = read_window_attrs(n, {});
+    count_include_pad_ = n.attr_i("count_include_pad", 0) != 0;
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    if (x.size() != win_.kernel.size() + 2)
+      throw Error("X " + shape_str(x) + " does not match a " + std::to_string(win_.kernel.size()) + "-D window");
+    const WindowGeometry geo = resolve_window(win_, std::vector<int64_t>(x.begin() + 1, x.end() - 1));
+    Shape out{x[0]};
+    out.insert(out.end(), geo.out.begin(), geo.out.end());
+    out.push_back(x.back());
+    return {out};
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    switch (in[0].dtype) {  // MaxPool also runs on quantized tensors (the check allows nothing else)
+      case DType::kUint8: return run_typed<uint8_t>(rc, in, out);
+      case DType::kInt8: return run_typed<int8_t>(rc, in, out);
+      default: return run_typed<float>(rc, in, out);
+    }
+  }
+
+ private:
+  template <typename T>
+  void run_typed(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const {
+    const NhwcWindow g(win_, *in[0].shape);
+    if (shape_numel(*out[0].shape) == 0) return;
+    const T* x = in[0].as<T>();
+    T* y = out[0].as<T>();
+    const int64_t pixels = g.n * g.oh * g.ow;
+    const int64_t tasks = std::clamp<int64_t>(pixels * g.kh * g.kw * g.c >> 16, 1, std::min<int64_t>(pixels, 64));
+    const int64_t per = (pixels + tasks - 1) / tasks;
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      const int64_t m1 = std::min(pixels, (static_cast<int64_t>(t) + 1) * per);
+      for (int64_t m = static_cast<int64_t>(t) * per; m < m1; ++m) {
+        const int64_t img = m / (g.oh * g.ow), oy = m / g.ow % g.oh, ox = m % g.ow;
+        const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+        const TapRange ry = tap_range(y0, g.dh, g.kh, 0, g.h), rx = tap_range(x0, g.dw, g.kw, 0, g.w);
+        const T* xi = x + img * g.h * g.w * g.c;
+        if (kind_ == Kind::kMax) {
+          max_pixel(g, xi, ry, rx, y0, x0, y + m * g.c);
+        } else if constexpr (std::is_same_v<T, float>) {
+          const int64_t taps = count_include_pad_
+                                   ? tap_range(y0, g.dh, g.kh, -g.ph, g.h + g.pe_h).size() * tap_range(x0, g.dw, g.kw, -g.pw, g.w + g.pe_w).size()
+                                   : ry.size() * rx.size();
+          average_pixel(g, xi, ry, rx, y0, x0, std::max(static_cast<float>(taps), 1.f), y + m * g.c);
+        }
+      }
+    });
+  }
+
+  Kind kind_;
+  WindowAttrs win_;
+  bool count_include_pad_ = false;
+};
+
+// GlobalAveragePool / GlobalMaxPool over every spatial position: [N, spatial..., C] -> [N, 1..., C].
+class NhwcGlobalPoolImpl : public Op {
+ public:
+  explicit NhwcGlobalPoolImpl(Kind kind) : kind_(kind) {}
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    if (x.size() < 3) throw Error("X " + shape_str(x) + " needs rank >= 3 (N, spatial..., C)");
+    Shape out(x.size(), 1);
+    out[0] = x[0];
+    out.back() = x.back();
+    return {out};
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& xs = *in[0].shape;
+    const int64_t images = xs[0], c = xs.back();
+    if (images * c == 0) return;
+    const int64_t area = in[0].numel() / (images * c);
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    // Channel blocks over the pool: each task reads its columns of every pixel.
+    constexpr int64_t kBlock = 64;
+    const int64_t blocks = (c + kBlock - 1) / kBlock;
+    const int64_t tasks = std::clamp<int64_t>(images * area * c / kParallelChunk, 1, images * blocks);
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      const int64_t per = (images * blocks + tasks - 1) / tasks;
+      const int64_t u1 = std::min(images * blocks, (static_cast<int64_t>(t) + 1) * per);
+      for (int64_t u = static_cast<int64_t>(t) * per; u < u1; ++u) {
+        const int64_t img = u / blocks, c0 = u % blocks * kBlock, c1 = std::min(c, c0 + kBlock);
+        const float* xi = x + img * area * c;
+        if (kind_ == Kind::kAverage) {
+          double sum[kBlock] = {0};  // double keeps large planes accurate
+          for (int64_t p = 0; p < area; ++p)
+            for (int64_t j = c0; j < c1; ++j) sum[j - c0] += xi[p * c + j];
+          for (int64_t j = c0; j < c1; ++j) y[img * c + j] = static_cast<float>(sum[j - c0] / static_cast<double>(area));
+        } else {
+          float mx[kBlock];
+          std::fill(mx, mx + kBlock, -std::numeric_limits<float>::infinity());
+          for (int64_t p = 0; p < area; ++p)
+            for (int64_t j = c0; j < c1; ++j) mx[j - c0] = max_nan(mx[j - c0], xi[p * c + j]);
+          std::copy(mx, mx + (c1 - c0), y + img * c + c0);
+        }
+      }
+    });
+  }
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> create_nhwc_maxpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, Kind::kMax); }
+std::unique_ptr<Op> create_nhwc_avgpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, Kind::kAverage); }
+std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(Kind::kAverage); }
+std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(Kind::kMax); }
+
+}  // namespace optim

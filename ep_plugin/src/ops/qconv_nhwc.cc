@@ -1,0 +1,211 @@
+// NhwcQConv: the integer QDQ convolution unit (qconv.cc's QConv) on channels-last tensors (conv_nhwc.h),
+// built by the layout rewrite. Three forms, each exact in its sums and requantized per output channel:
+// - u8 x s8 quads (conv_gemm_u8s8, AVX-512 VNNI) when the table has them and the weights fit int8: the
+//   input is read where it lies (uint8, no padding read, channels a multiple of 4) or copied as uint8
+//   (int8 inputs flipped by +128) with the zero point as padding; the zero point is compensated per column;
+// - int16 pairs (conv_gemm_s16) otherwise: the input copied as int16 minus its zero point, padding 0;
+// - depthwise (dwconv_q8): summed in float32, exact while every partial sum stays below 2^24, which the
+//   weights are checked for here (else the dense forms run it).
+#include <cmath>
+
+#include "conv_nhwc.h"
+#include "qgemm.h"
+
+namespace optim {
+namespace {
+
+int32_t int_at(const Tensor& t, int64_t i) {
+  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
+}
+
+class NhwcQConvImpl : public Op {
+ public:
+  NhwcQConvImpl(const Node& n, const Graph& g) {
+    const Tensor* w = g.constant(n.inputs[kQGemmW]);
+    if (!w) throw Error("weights are not a constant");
+    cg_ = ConvGeometry(n, w->shape);
+    const QuantParams qp = read_quant_params(n, g);
+    x_dtype_ = qp.x_dtype;
+    x_zero_ = qp.x_zero;
+    const int64_t k = cg_.k_dim();
+    wide_.resize(static_cast<size_t>(cg_.cout * k));
+    for (int64_t co = 0; co < cg_.cout; ++co)
+      for (int64_t kk = 0; kk < k; ++kk)
+        wide_[static_cast<size_t>(co * k + kk)] = static_cast<int16_t>(int_at(*w, co * k + kk) - qp.w_zero(co));
+    scale_.resize(static_cast<size_t>(cg_.cout));
+    for (int64_t co = 0; co < cg_.cout; ++co) scale_[static_cast<size_t>(co)] = qp.x_scale * qp.w_scale(co);
+    bias_ = qp.bias(cg_.cout);
+    ep_ = qp.epilogue;
+    ep_.scale_col = nullptr;  // set per group at run time
+  }
+
+  void prepare(const kernels::KernelTable& kt) override {
+    const int64_t taps = cg_.k_dim() / cg_.cin_g, cout_g = cg_.cout / cg_.group;
+    depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
+    if (depthwise_) {
+      dw_.resize(static_cast<size_t>(taps * cg_.cout));
+      for (int64_t c = 0; c < cg_.cout; ++c)
+        for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = wide_[static_cast<size_t>(c * taps + t)];
+      return;
+    }
+    const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+    u8s8_ = kt.conv_gemm_u8s8 && fits_s8;
+    kt_ = u8s8_ ? (cg_.cin_g + 3) / 4 * 4 : (cg_.cin_g + 1) / 2 * 2;
+    const int64_t k = taps * kt_;
+    auto weight = [&](int64_t i) { return wide_[static_cast<size_t>(i)]; };
+    packed_.assign(static_cast<size_t>(cg_.group), {});
+    comp_.assign(static_cast<size_t>(cg_.cout), 0);
+    for (int64_t gi = 0; gi < cg_.group; ++gi) {
+      std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
+      if (u8s8_) {
+        const std::vector<int8_t> b = conv_weights_as_b<int8_t>(cg_, gi, kt_, weight);
+        dst.resize(kernels::qgemm_u8s8_packed_b_bytes(k / 4, cout_g));
+        kernels::qgemm_u8s8_pack_b(b.data(), cout_g, k, cout_g, k / 4, reinterpret_cast<int8_t*>(dst.data()));
+        // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
+        for (int64_t j = 0; j < cout_g; ++j) {
+          int32_t sum = 0;
+          for (int64_t kk = 0; kk < k; ++kk) sum += b[static_cast<size_t>(kk * cout_g + j)];
+          comp_[static_cast<size_t>(gi * cout_g + j)] = -stored_zero() * sum;
+        }
+      } else {
+        const std::vector<int16_t> b = conv_weights_as_b<int16_t>(cg_, gi, kt_, weight);
+        dst.resize(kernels::qgemm_s16_packed_b_elems(k / 2, cout_g) * sizeof(int16_t));
+        kernels::qgemm_s16_pack_b(b.data(), cout_g, false, k, cout_g, reinterpret_cast<int16_t*>(dst.data()));
+      }
+    }
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {nhwc_conv_output_shape(cg_, *in[0])}; }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    const NhwcConvLayout l(cg_, *in[0]);
+    if (depthwise_ || reads_in_place(l)) return 0;
+    return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const NhwcConvLayout l(cg_, *in[0].shape);
+    if (l.n == 0 || l.pixels() == 0) return;
+    kernels::QgemmEpilogue ep = ep_;
+    ep.scale_col = scale_.data();
+    ep.bias_col = bias_.empty() ? nullptr : bias_.data();
+    if (depthwise_) {
+      kernels::DwconvQ8Args a;
+      a.g = l.depthwise(cg_.cout);
+      a.x = in[0].data;
+      a.x_u8 = x_dtype_ == DType::kUint8;
+      a.x_zero = static_cast<float>(x_zero_);
+      a.w = dw_.data();
+      a.c = out[0].data;
+      a.ldc = cg_.cout;
+      a.ep = &ep;
+      run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout, [&](int64_t m0, int64_t m1) { rc.kernels.dwconv_q8(m0, m1, a); });
+      return;
+    }
+    const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
+    const auto& kernel = u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16;
+    uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
+    auto convolve = [&](const uint8_t* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
+                        int64_t cs, const std::vector<int64_t>& tap_off, uint8_t* y0) {
+      for (int64_t gi = 0; gi < cg_.group; ++gi) {
+        kernels::QgemmEpilogue gep = ep;
+        gep.scale_col += gi * cout_g;
+        if (gep.bias_col) gep.bias_col += gi * cout_g;
+        kernels::ConvGemmQ8Args a;
+        a.a = {src + gi * group_stride * elem_bytes(), l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, taps, kt_, tap_off.data()};
+        a.w = packed_[static_cast<size_t>(gi)].data();
+        a.n = cout_g;
+        a.c = y0 + gi * cout_g;
+        a.ldc = cg_.cout;
+        a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
+        a.ep = &gep;
+        run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
+                            [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { kernel(m0, m1, p0, p1, a); });
+      }
+    };
+    if (reads_in_place(l)) {
+      convolve(static_cast<const uint8_t*>(in[0].data), l.n, l.h * l.w * l.c, cg_.cin_g, l.w, l.c, l.tap_offsets(l.c, l.w), y);
+      return;
+    }
+    uint8_t* prepared = static_cast<uint8_t*>(rc.scratch());
+    const int64_t per = l.prepared_elems(kt_), turn = images_per_turn(l);
+    const std::vector<int64_t> tap_off = l.tap_offsets(kt_, l.wp);
+    for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
+      const int64_t images = std::min(turn, l.n - i0);
+      prepare_all(rc, l, in[0], i0, images, prepared);
+      convolve(prepared, images, cg_.group * per, per, l.wp, kt_, tap_off, y + i0 * l.pixels() * cg_.cout);
+    }
+  }
+
+ private:
+  // Whether float32 sums of every depthwise channel stay exact: |x - zx| <= 255 times its weights' sum.
+  bool depthwise_exact() const {
+    const int64_t taps = cg_.k_dim();
+    for (int64_t c = 0; c < cg_.cout; ++c) {
+      int64_t sum = 0;
+      for (int64_t t = 0; t < taps; ++t) sum += std::abs(int64_t{wide_[static_cast<size_t>(c * taps + t)]});
+      if (sum * 255 >= (int64_t{1} << 24)) return false;
+    }
+    return true;
+  }
+
+  // The uint8 the u8 x s8 kernels see for the zero point (int8 values are flipped by +128).
+  int32_t stored_zero() const { return x_zero_ + (x_dtype_ == DType::kInt8 ? 128 : 0); }
+  int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
+  bool reads_in_place(const NhwcConvLayout& l) const {
+    return u8s8_ && x_dtype_ == DType::kUint8 && kt_ == cg_.cin_g && !l.reads_padding;
+  }
+  int64_t images_per_turn(const NhwcConvLayout& l) const {
+    const int64_t per_image = cg_.group * l.prepared_elems(kt_) * elem_bytes();
+    return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
+  }
+
+  // The prepared copies of images [i0, i0 + images), every group, rows shared out over the pool.
+  void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
+                   uint8_t* dst) const {
+    const int64_t per = l.prepared_elems(kt_);
+    const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(l.wp * kt_, 1));
+    const int64_t chunks = (l.hp + rows_per_task - 1) / rows_per_task, units = images * cg_.group;
+    const int32_t zx = x_zero_;
+    rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
+      const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
+      const int64_t r1 = std::min(l.hp, r0 + rows_per_task);
+      const int64_t img = i0 + u / cg_.group, c0 = u % cg_.group * cg_.cin_g, image = img * l.h * l.w * l.c;
+      if (u8s8_) {
+        uint8_t* d = dst + u * per;
+        const auto pad = static_cast<uint8_t>(stored_zero());
+        if (x_dtype_ == DType::kUint8)
+          prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad, CopyValue{}, r0, r1);
+        else
+          prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad,
+                            [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); }, r0, r1);
+      } else {
+        int16_t* d = reinterpret_cast<int16_t*>(dst) + u * per;
+        if (x_dtype_ == DType::kUint8)
+          prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
+                            [zx](uint8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+        else
+          prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
+                            [zx](int8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+      }
+    });
+  }
+
+  ConvGeometry cg_;
+  DType x_dtype_ = DType::kUint8;
+  int32_t x_zero_ = 0;
+  std::vector<int16_t> wide_;  // [Cout, Cin/g, taps] minus the weight zero points
+  bool depthwise_ = false, u8s8_ = false;
+  int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
+  std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
+  std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
+  std::vector<float> dw_;                     // depthwise: taps x channels, weights minus their zero points
+  std::vector<float> scale_, bias_;
+  kernels::QgemmEpilogue ep_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) { return std::make_unique<NhwcQConvImpl>(n, g); }
+
+}  // namespace optim

@@ -1,0 +1,103 @@
+#include "conv_epilogue.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "../graph_matcher.h"
+#include "../ops/qgemm.h"
+
+namespace optim {
+namespace {
+
+bool is_op(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
+
+// Clip's bounds when they are known constants (attributes before opset 11, scalar inputs after).
+bool clip_bounds(const Graph& g, const Node& clip, float* lo, float* hi) {
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (clip.since_version < 11) {
+    *lo = clip.attr_f("min", *lo);
+    *hi = clip.attr_f("max", *hi);
+    return true;
+  }
+  for (size_t k = 1; k <= 2; ++k) {
+    if (!clip.has_input(k)) continue;
+    const Tensor* t = g.constant(clip.inputs[k]);
+    if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) return false;
+    (k == 1 ? *lo : *hi) = t->data<float>()[0];
+  }
+  return true;
+}
+
+// Whether `value` is computed from `from` (then reading it earlier would make a cycle).
+bool depends_on(const Graph& g, const std::string& value, const std::string& from) {
+  std::set<std::string> seen;
+  std::vector<std::string> stack{value};
+  while (!stack.empty()) {
+    const std::string v = stack.back();
+    stack.pop_back();
+    if (v == from) return true;
+    if (!seen.insert(v).second) continue;
+    for (const Node& n : g.nodes)
+      if (std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end())
+        for (const auto& in : n.inputs)
+          if (!in.empty()) stack.push_back(in);
+  }
+  return false;
+}
+
+void set_float_attr(Node& n, const char* name, float v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_FLOAT;
+  a.f = v;
+  n.attrs[name] = a;
+}
+
+}  // namespace
+
+size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
+  size_t folded = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    Matcher m(g, outputs);
+    for (Node& conv : g.nodes) {
+      if (conv.domain != kInternalDomain || conv.op != "NhwcConv") continue;
+      const Node* next = m.sole_reader(conv.outputs[0]);
+      if (!next) continue;
+      const float inf = std::numeric_limits<float>::infinity();
+      const float lo = conv.attr_f("activation_min", -inf), hi = conv.attr_f("activation_max", inf);
+      const bool plain = lo == -inf && hi == inf;
+      if (is_op(next, "Add") && plain && conv.inputs.size() < 4 && next->inputs.size() == 2) {
+        const std::string& other = next->inputs[0] == conv.outputs[0] ? next->inputs[1] : next->inputs[0];
+        const ValueInfo* a = g.value(conv.outputs[0]);
+        const ValueInfo* b = g.value(other);
+        const ValueInfo* y = g.value(next->outputs[0]);
+        const bool same = a && b && y && a->has_shape && b->has_shape && a->shape == b->shape && y->has_shape &&
+                          y->shape == a->shape && shape_numel(a->shape) >= 0 && b->dtype == DType::kFloat32;
+        if (!same || other == conv.outputs[0] || depends_on(g, other, conv.outputs[0])) continue;
+        conv.inputs.resize(4);
+        conv.inputs[3] = other;
+      } else if (is_op(next, "Relu")) {
+        set_float_attr(conv, "activation_min", std::max(lo, 0.f));
+      } else if (is_op(next, "Clip")) {
+        float clo = 0.f, chi = 0.f;
+        if (!clip_bounds(g, *next, &clo, &chi)) continue;
+        set_float_attr(conv, "activation_min", std::max(lo, clo));
+        set_float_attr(conv, "activation_max", std::min(hi, chi));
+      } else {
+        continue;
+      }
+      conv.outputs[0] = next->outputs[0];
+      m.kill(next);
+      std::vector<Node> none;
+      commit_rewrites(g, m, none);
+      ++folded;
+      changed = true;
+      break;  // the node vector moved: look again
+    }
+  }
+  return folded;
+}
+
+}  // namespace optim

@@ -1,0 +1,322 @@
+#include "nhwc_layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "../ops/qgemm.h"
+
+namespace optim {
+namespace {
+
+bool is_onnx(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+// Element-wise ops with one data input (input 0); any other inputs must be scalars (Clip's bounds, the
+// quantization parameters of a per-tensor Quantize/DequantizeLinear).
+const std::set<std::string>& unary_ops() {
+  static const std::set<std::string> ops = {"Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Neg", "Abs", "Gelu", "Clip",
+                                            "HardSigmoid", "HardSwish", "LeakyRelu", "Identity", "Cast", "Softplus",
+                                            "Reciprocal", "QuantizeLinear", "DequantizeLinear"};
+  return ops;
+}
+// Element-wise ops over all their inputs with numpy broadcasting.
+const std::set<std::string>& binary_ops() {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+  return ops;
+}
+// Pooling ops and their channels-last forms.
+const std::map<std::string, std::string>& pool_ops() {
+  static const std::map<std::string, std::string> ops = {{"MaxPool", "NhwcMaxPool"},
+                                                         {"AveragePool", "NhwcAveragePool"},
+                                                         {"GlobalAveragePool", "NhwcGlobalAveragePool"},
+                                                         {"GlobalMaxPool", "NhwcGlobalMaxPool"}};
+  return ops;
+}
+
+// NCHW shape -> NHWC shape (channels moved last).
+Shape nhwc_shape(const Shape& s) {
+  Shape out = s;
+  out.erase(out.begin() + 1);
+  out.push_back(s[1]);
+  return out;
+}
+
+// A constant broadcast against rank-r NCHW tensors, re-laid for their NHWC forms: its shape padded to rank
+// r with leading 1s, then channels moved last.
+Tensor constant_to_nhwc(const Tensor& t, size_t r) {
+  Shape padded(r - t.shape.size(), 1);
+  padded.insert(padded.end(), t.shape.begin(), t.shape.end());
+  Tensor out;
+  out.dtype = t.dtype;
+  out.shape = nhwc_shape(padded);
+  out.bytes.resize(t.bytes.size());
+  const size_t elem = dtype_size(t.dtype);
+  const int64_t n = shape_numel(padded);
+  // Output element (NHWC index) -> input element (NCHW index), dims visited last to first.
+  std::vector<int64_t> in_stride(r, 1);
+  for (size_t d = r - 1; d > 0; --d) in_stride[d - 1] = in_stride[d] * padded[d];
+  std::vector<size_t> perm(r);  // nhwc dim i holds nchw dim perm[i]
+  perm[0] = 0;
+  for (size_t i = 1; i + 1 < r; ++i) perm[i] = i + 1;
+  perm[r - 1] = 1;
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t rest = o, src = 0;
+    for (size_t i = r; i-- > 0;) {
+      const int64_t dim = out.shape[i];
+      src += rest % dim * in_stride[perm[i]];
+      rest /= dim;
+    }
+    std::memcpy(out.bytes.data() + static_cast<size_t>(o) * elem, t.bytes.data() + static_cast<size_t>(src) * elem, elem);
+  }
+  return out;
+}
+
+class Rewriter {
+ public:
+  Rewriter(Graph& g, const std::vector<std::string>& outputs) : g_(g), outputs_(outputs.begin(), outputs.end()) {}
+
+  LayoutReport run() {
+    dead_.assign(g_.nodes.size(), false);
+    const size_t original = g_.nodes.size();
+    for (size_t i = 0; i < original; ++i)
+      if (seed(i)) ++report_.convolutions;
+    if (report_.convolutions == 0) return report_;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < g_.nodes.size(); ++i) {
+        if (dead_[i] || !reads_layout_change(g_.nodes[i])) continue;
+        if (cancel(i) || move(i)) changed = true;
+      }
+    }
+    drop_unread_layout_changes();
+    std::vector<Node> kept;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i]) {
+        if (g_.nodes[i].domain == kInternalDomain && (g_.nodes[i].op == "ToNhwc" || g_.nodes[i].op == "ToNchw"))
+          ++report_.layout_changes;
+        kept.push_back(std::move(g_.nodes[i]));
+      }
+    g_.nodes = std::move(kept);
+    return report_;
+  }
+
+ private:
+  // --- the graph -------------------------------------------------------------------------------------
+  const Node* producer(const std::string& v) const {
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i] && std::find(g_.nodes[i].outputs.begin(), g_.nodes[i].outputs.end(), v) != g_.nodes[i].outputs.end())
+        return &g_.nodes[i];
+    return nullptr;
+  }
+  std::vector<size_t> readers(const std::string& v) const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i] && std::find(g_.nodes[i].inputs.begin(), g_.nodes[i].inputs.end(), v) != g_.nodes[i].inputs.end())
+        out.push_back(i);
+    return out;
+  }
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    while (g_.values.count(name) || g_.constants.count(name)) name = base + "_" + std::to_string(++counter_);
+    return name;
+  }
+  const ValueInfo* info(const std::string& v) const { return g_.value(v); }
+  size_t rank(const std::string& v) const {
+    const ValueInfo* vi = info(v);
+    return vi && vi->has_shape ? vi->shape.size() : 0;
+  }
+  // A new value: `nchw`'s dtype and its shape with channels moved last.
+  std::string add_nhwc_value(const std::string& nchw) {
+    const std::string name = fresh(nchw + "/nhwc");
+    ValueInfo vi;
+    vi.name = name;
+    if (const ValueInfo* src = info(nchw)) {
+      vi.dtype = src->dtype;
+      vi.has_shape = src->has_shape;
+      if (src->has_shape) vi.shape = nhwc_shape(src->shape);
+    }
+    g_.values[name] = vi;
+    return name;
+  }
+  void add_node(Node n) {
+    g_.nodes.push_back(std::move(n));
+    dead_.push_back(false);
+  }
+  Node layout_node(const char* op, const std::string& in, const std::string& out) {
+    Node n;
+    n.name = out + "/" + op;
+    n.op = op;
+    n.domain = kInternalDomain;
+    n.since_version = 1;
+    n.inputs = {in};
+    n.outputs = {out};
+    return n;
+  }
+  static bool is_internal(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
+
+  // The NHWC form of `v` when a ToNchw produced it, else "".
+  std::string nhwc_source(const std::string& v) const {
+    const Node* p = producer(v);
+    return is_internal(p, "ToNchw") ? p->inputs[0] : "";
+  }
+  // The NHWC form of `v`, adding a ToNhwc if there is none yet.
+  std::string nhwc_of(const std::string& v) {
+    if (std::string s = nhwc_source(v); !s.empty()) return s;
+    auto it = to_nhwc_.find(v);
+    if (it != to_nhwc_.end()) return it->second;
+    const std::string out = add_nhwc_value(v);
+    add_node(layout_node("ToNhwc", v, out));
+    to_nhwc_[v] = out;
+    return out;
+  }
+  bool reads_layout_change(const Node& n) const {
+    for (const auto& in : n.inputs)
+      if (!in.empty() && !nhwc_source(in).empty()) return true;
+    return false;
+  }
+
+  // --- seeds: convolutions ------------------------------------------------------------------------------
+  bool seed(size_t i) {
+    Node& n = g_.nodes[i];
+    const bool conv = is_onnx(n) && n.op == "Conv", qconv = n.domain == kInternalDomain && n.op == "QConv";
+    if ((!conv && !qconv) || n.outputs.size() != 1) return false;
+    const size_t w_idx = conv ? 1 : kQGemmW;
+    const Tensor* w = g_.constant(n.inputs[w_idx]);
+    if (!w || (w->shape.size() != 3 && w->shape.size() != 4) || rank(n.inputs[0]) != w->shape.size()) return false;
+    if (conv && (w->dtype != DType::kFloat32 || (n.has_input(2) && !g_.constant(n.inputs[2])))) return false;
+    const std::string y = n.outputs[0], y_nhwc = add_nhwc_value(y);
+    const std::string x = nhwc_of(n.inputs[0]);  // may grow g_.nodes: `n` is stale from here
+    Node& node = g_.nodes[i];
+    node.op = conv ? "NhwcConv" : "NhwcQConv";
+    node.domain = kInternalDomain;
+    node.since_version = 1;
+    node.inputs[0] = x;
+    node.outputs[0] = y_nhwc;
+    add_node(layout_node("ToNchw", y_nhwc, y));
+    return true;
+  }
+
+  // --- cancellation: ToNhwc of a ToNchw output reads the NHWC value itself ----------------------------------
+  bool cancel(size_t i) {
+    const Node& n = g_.nodes[i];
+    if (!is_internal(&n, "ToNhwc")) return false;
+    const std::string src = nhwc_source(n.inputs[0]), out = n.outputs[0];
+    for (size_t r : readers(out))
+      for (auto& in : g_.nodes[r].inputs)
+        if (in == out) in = src;
+    for (auto& [k, v] : to_nhwc_)
+      if (v == out) v = src;
+    dead_[i] = true;
+    return true;
+  }
+
+  // --- moving an op that reads a ToNchw output to channels last ---------------------------------------------
+  // How an input of a moved op is read: its NHWC form, a re-laid constant, or as it is (a scalar).
+  bool plan_input(const std::string& v, size_t r, std::string* replacement) {
+    if (v.empty()) return true;
+    if (std::string s = nhwc_source(v); !s.empty()) {
+      if (rank(v) != r) return false;
+      *replacement = s;
+      return true;
+    }
+    const ValueInfo* vi = info(v);
+    if (vi && vi->has_shape && shape_numel(vi->shape) == 1 && vi->shape.size() <= r) return true;  // a scalar
+    const Tensor* t = g_.constant(v);
+    if (!t || t->shape.size() > r) return false;
+    const std::string name = fresh(v + "/nhwc");
+    g_.constants[name] = constant_to_nhwc(*t, r);
+    g_.values[name] = ValueInfo{name, t->dtype, true, g_.constants[name].shape, true};
+    *replacement = name;
+    return true;
+  }
+
+  bool move(size_t i) {
+    Node& n = g_.nodes[i];
+    // Which inputs carry data (the rest must be scalars), and the rank of the NHWC input that led here.
+    std::vector<size_t> data;
+    const bool internal_qadd = n.domain == kInternalDomain && n.op == "QAdd";
+    if (internal_qadd) {
+      data = {kQAddA, kQAddB};
+    } else if (!is_onnx(n) || n.outputs.empty()) {
+      return false;
+    } else if (unary_ops().count(n.op) || pool_ops().count(n.op)) {
+      data = {0};
+    } else if (binary_ops().count(n.op) || n.op == "Concat") {
+      for (size_t k = 0; k < n.inputs.size(); ++k) data.push_back(k);
+    } else {
+      return false;
+    }
+    if (pool_ops().count(n.op) && n.outputs.size() > 1 && !n.outputs[1].empty()) return false;  // MaxPool indices
+    if ((n.op == "QuantizeLinear" || n.op == "DequantizeLinear") && n.attr_i("block_size", 0) != 0) return false;
+    size_t r = 0;
+    for (size_t k : data)
+      if (k < n.inputs.size() && !nhwc_source(n.inputs[k]).empty()) r = rank(n.inputs[k]);
+    if (r < 3) return false;
+    for (const auto& o : n.outputs)
+      if (!o.empty() && rank(o) != r && !(info(o) && !info(o)->has_shape)) return false;
+    // Every input: NHWC form, re-laid constant, or scalar. Non-data inputs must be scalars or absent.
+    std::vector<std::string> replaced(n.inputs.size());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
+      if (!is_data) {
+        const ValueInfo* vi = info(n.inputs[k]);
+        if (!n.inputs[k].empty() && !(vi && vi->has_shape && shape_numel(vi->shape) == 1)) return false;
+        continue;
+      }
+      if (!plan_input(n.inputs[k], r, &replaced[k])) return false;
+    }
+    Node& node = g_.nodes[i];
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (!replaced[k].empty()) node.inputs[k] = replaced[k];
+    if (node.op == "Concat") {
+      int64_t axis = node.attr_i("axis", 1);
+      if (axis < 0) axis += static_cast<int64_t>(r);
+      Attr& a = node.attrs["axis"];
+      a.type = ORT_OP_ATTR_INT;
+      a.i = axis == 0 ? 0 : axis == 1 ? static_cast<int64_t>(r) - 1 : axis - 1;
+    }
+    if (auto p = pool_ops().find(node.op); p != pool_ops().end()) {
+      node.op = p->second;
+      node.domain = kInternalDomain;
+      node.since_version = 1;
+    }
+    std::vector<std::pair<std::string, std::string>> outs;
+    for (auto& o : node.outputs) {
+      if (o.empty()) continue;
+      const std::string nhwc = add_nhwc_value(o);
+      outs.emplace_back(nhwc, o);
+      o = nhwc;
+    }
+    for (const auto& [nhwc, nchw] : outs) add_node(layout_node("ToNchw", nhwc, nchw));
+    ++report_.moved;
+    return true;
+  }
+
+  // ToNchw / ToNhwc whose output nobody reads (and that is no partition output) go away.
+  void drop_unread_layout_changes() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < g_.nodes.size(); ++i) {
+        const Node& n = g_.nodes[i];
+        if (dead_[i] || !(is_internal(&n, "ToNchw") || is_internal(&n, "ToNhwc"))) continue;
+        if (outputs_.count(n.outputs[0]) || !readers(n.outputs[0]).empty()) continue;
+        dead_[i] = true;
+        changed = true;
+      }
+    }
+  }
+
+  Graph& g_;
+  std::set<std::string> outputs_;
+  std::vector<bool> dead_;
+  std::map<std::string, std::string> to_nhwc_;  // NCHW value -> the output of its ToNhwc
+  int counter_ = 0;
+  LayoutReport report_;
+};
+
+}  // namespace
+
+LayoutReport to_channels_last(Graph& g, const std::vector<std::string>& outputs) { return Rewriter(g, outputs).run(); }
+
+}  // namespace optim
