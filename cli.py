@@ -9,6 +9,7 @@ import sys
 import click
 
 from optim.ep_plugin import EP_NAME
+from optim.ep_plugin.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
@@ -254,9 +255,10 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True, help="Timed runs per runtime.")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Time for this many seconds instead of --runs.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
-@click.option("--vs", multiple=True, type=click.Choice(["cpu", "cpu-noopt", "openvino"]),
-              help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed), "
-                   "alternating runs. Repeatable.")
+@click.option("--vs", multiple=True, type=click.Choice(VS_CHOICES),
+              help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed; "
+                   "float math in f32, or bf16 with openvino-bf16), alternating runs. Repeatable. A runtime "
+                   "that fails to load or run the model is reported in one line; the others still run.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
@@ -265,7 +267,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
-    side by side with ONNX Runtime's CPU EP (ratio above 1 means OptimEP is faster)."""
+    side by side with ONNX Runtime's CPU EP or OpenVINO (ratio above 1 means OptimEP is faster)."""
     from optim.ep_plugin.bench_report import print_report
     from optim.ep_plugin.benchmark import benchmark
     from optim.ep_plugin.runner import RunInputError, ort_error_message
