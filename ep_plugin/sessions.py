@@ -25,6 +25,9 @@ EP_OPTIONS = {
     "min_partition_nodes": "connected groups smaller than this stay on the CPU EP (default 1)",
     "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
     "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",
+    "profile": "path of a JSON file of per-step times inside OptimEP's fused nodes, written when the session is "
+               "released (see optim.ep_plugin.profile)",
+    "profile_warmup": "with profile: each fused node's first N runs are not counted (default 0)",
 }
 
 _OPTIMIZATION = {

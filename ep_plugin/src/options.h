@@ -14,6 +14,11 @@ struct EpOptions {
   size_t min_partition_nodes = 1;          // smaller connected groups stay on the CPU EP
   std::string placement_report;            // path: JSON of claimed groups and refused nodes, rewritten per GetCapability
   bool log = false;                        // log=1: each refusal as a warning on ORT's logger
+  // profile=PATH: time every step of every fused node; PATH gets JSON (per partition: runs, per step its
+  // label, op, total_ns and first input's shape) after each Compile and, with the final numbers, when the
+  // session releases OptimEP. profile_warmup=N: each partition's first N runs are not counted.
+  std::string profile;
+  size_t profile_warmup = 0;
 };
 
 // Reads and validates the options; throws Error naming the option and the accepted values.
