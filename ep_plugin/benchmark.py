@@ -142,7 +142,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
 
 
-def _with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
+def shapes_with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
     """Every input's first dimension set to `batch`; refuses inputs whose first dim is fixed otherwise."""
     out = {}
     for i in sess.get_inputs():
@@ -273,7 +273,7 @@ def benchmark(
         except PeerFailed as e:
             notes.append(str(e))
     optim_sess = sessions["optim"]
-    plans = [(b, _with_batch(shapes or {}, optim_sess, b)) for b in batches] if batches else [(None, dict(shapes or {}))]
+    plans = [(b, shapes_with_batch(shapes or {}, optim_sess, b)) for b in batches] if batches else [(None, dict(shapes or {}))]
     results = []
     feeds = None
     for batch, batch_shapes in plans:

@@ -207,6 +207,17 @@ def test_a_peer_that_fails_to_run_is_dropped_and_the_sweep_goes_on(mlp_file, fak
     assert [line.split()[0] for line in lines[lines.index("sweep:") + 2:]][:2] == ["1", "2"]
 
 
+def test_profile_after_the_benchmark(mlp_file, tmp_path):
+    out = tmp_path / "r.json"
+    r = invoke(mlp_file, "--batch", "2", "--runs", "3", "--warmup", "1", "--profile", "--json", out)
+    assert r.exit_code == 0, r.output
+    assert "profile of " in r.output and "by op type:" in r.output
+    d = json.loads(out.read_text())
+    assert d["profile"]["inputs"] == {"x": [2, 16]} and d["profile"]["runs"] == 3
+    assert {row["nodes"] for row in d["profile"]["rows"] if row["op"] != "(fused node)"} == {
+        label for steps in d["placement"]["compiled"].values() for label in steps}
+
+
 @pytest.mark.parametrize("args, says", [
     (["--batch", "1,x"], "bad --batch '1,x'"),
     (["--batch", "0"], "sizes must be >= 1"),
