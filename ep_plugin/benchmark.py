@@ -16,14 +16,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import onnxruntime as ort
 
+from .bench_peers import PEERS, Peer, PeerFailed
 from .placement import placement
 from .runner import RunInputError, random_inputs
-from .sessions import cpu_session, session
+from .sessions import session
 
 # Coefficient of variation of OptimEP's latencies above which the report warns that the machine is
 # too noisy for the numbers (and the ratios) to mean much.
 NOISY_CV = 0.10
-VS_CHOICES = ("cpu", "cpu-noopt", "openvino")
+VS_CHOICES = tuple(PEERS)
 NO_SPIN = {"session.intra_op.allow_spinning": "0"}  # idle pool threads would steal the next run's cores
 _timer = time.perf_counter  # replaced in tests to simulate a noisy machine
 
@@ -73,7 +74,7 @@ class BatchResult:
     batch: int | None  # None: the shapes given, no batch override
     shapes: dict[str, list[int]]
     optim: LatencyStats
-    others: dict[str, LatencyStats] = field(default_factory=dict)  # "cpu" / "cpu-noopt"
+    others: dict[str, LatencyStats] = field(default_factory=dict)  # per --vs peer (bench_peers.PEERS)
     latencies_ms: dict[str, list[float]] = field(default_factory=dict)  # raw, for plots
 
     def ratio(self) -> dict[str, float]:
@@ -90,28 +91,6 @@ class ConcurrencyResult:
     latency: LatencyStats  # per request
 
 
-class OpenVinoRunner:
-    """OpenVINO's CPU runtime on the same ONNX file, with an InferenceSession-like run()."""
-
-    def __init__(self, model: str, threads: int | None):
-        import openvino as ov  # the optional `openvino` extra
-
-        core = ov.Core()
-        config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-        self._compiled = core.compile_model(core.read_model(model), "CPU", config)
-
-    def run(self, _outputs, feeds):
-        return list(self._compiled(feeds).values())
-
-
-def openvino_available() -> bool:
-    try:
-        import openvino  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @dataclass
 class BenchReport:
     model: str
@@ -123,6 +102,7 @@ class BenchReport:
     concurrency: ConcurrencyResult | None
     peak_rss_mb: float
     notes: list[str] = field(default_factory=list)  # e.g. a runtime asked for but not installed
+    peers: dict[str, str] = field(default_factory=dict)  # --vs peer -> what ran (versions, settings)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -162,7 +142,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
 
 
-def _with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
+def shapes_with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
     """Every input's first dimension set to `batch`; refuses inputs whose first dim is fixed otherwise."""
     out = {}
     for i in sess.get_inputs():
@@ -181,21 +161,30 @@ def _with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch:
 
 def time_alternating(sessions: dict[str, ort.InferenceSession], feeds, warmup: int, runs: int,
                      duration: float | None, warmup_duration: float | None = None) -> dict[str, list[float]]:
-    """Seconds per run for each session, runs alternating (A B A B) after each session's warm-up."""
-    for s in sessions.values():
-        for _ in range(warmup):
-            s.run(None, feeds)
-        if warmup_duration:
-            end = time.perf_counter() + warmup_duration
-            while time.perf_counter() < end:
+    """Seconds per run for each session, runs alternating (A B A B) after each session's warm-up.
+    A session whose run raises PeerFailed (a --vs peer) is dropped: the result has no entry for it."""
+    live = dict(sessions)
+    for k, s in sessions.items():
+        try:
+            for _ in range(warmup):
                 s.run(None, feeds)
-    times: dict[str, list[float]] = {k: [] for k in sessions}
+            if warmup_duration:
+                end = time.perf_counter() + warmup_duration
+                while time.perf_counter() < end:
+                    s.run(None, feeds)
+        except PeerFailed:
+            del live[k]
+    times: dict[str, list[float]] = {k: [] for k in live}
     deadline = None if duration is None else _timer() + duration
     n = 0
     while (deadline is None and n < runs) or (deadline is not None and (_timer() < deadline or n < 2)):
-        for k, s in sessions.items():
+        for k, s in list(live.items()):
             t0 = _timer()
-            s.run(None, feeds)
+            try:
+                s.run(None, feeds)
+            except PeerFailed:
+                del live[k], times[k]
+                continue
             times[k].append(_timer() - t0)
         n += 1
     return times
@@ -252,7 +241,7 @@ def benchmark(
     isa: str = "auto",
     progress=None,
 ) -> BenchReport:
-    """Times `model` on OptimEP (and, with vs, on the CPU EP) for each batch size (or the given shapes).
+    """Times `model` on OptimEP (and, with vs, on the peers of bench_peers) for each batch size (or the given shapes).
 
     runs: timed runs per runtime, or run for `duration` seconds instead; warmup_duration adds that many
     seconds of warm-up per runtime after the `warmup` runs. concurrency: also run that
@@ -276,19 +265,15 @@ def benchmark(
         return s
 
     sessions = {"optim": timed("optim", lambda: session(model, threads=threads, config=NO_SPIN, isa=isa))}
-    if "cpu" in vs:
-        sessions["cpu"] = timed("cpu", lambda: cpu_session(model, threads=threads, config=NO_SPIN))
-    if "cpu-noopt" in vs:
-        sessions["cpu-noopt"] = timed("cpu-noopt", lambda: cpu_session(model, threads=threads, optimization="disable",
-                                                                        config=NO_SPIN))
-    notes = []
-    if "openvino" in vs:
-        if openvino_available():
-            sessions["openvino"] = timed("openvino", lambda: OpenVinoRunner(str(model), threads))
-        else:
-            notes.append("--vs openvino skipped: the openvino package is not installed (pip install 'optim[openvino]')")
+    notes, peers = [], {}
+    for name in dict.fromkeys(vs):  # a peer that cannot load is one note; the others still run
+        try:
+            sessions[name] = timed(name, lambda: Peer(name, str(model), threads, NO_SPIN))
+            peers[name] = sessions[name].description
+        except PeerFailed as e:
+            notes.append(str(e))
     optim_sess = sessions["optim"]
-    plans = [(b, _with_batch(shapes or {}, optim_sess, b)) for b in batches] if batches else [(None, dict(shapes or {}))]
+    plans = [(b, shapes_with_batch(shapes or {}, optim_sess, b)) for b in batches] if batches else [(None, dict(shapes or {}))]
     results = []
     feeds = None
     for batch, batch_shapes in plans:
@@ -297,6 +282,8 @@ def benchmark(
             + (f" and {warmup_duration:g} s of warm-up" if warmup_duration else "") + ", then "
             + (f"{duration:g} s" if duration else f"{runs} run(s)") + f" on {', '.join(sessions)}")
         times = time_alternating(sessions, feeds, warmup, runs, duration, warmup_duration)
+        for name in [k for k in sessions if k not in times]:  # a peer failed: say why, go on without it
+            notes.append(f"{sessions.pop(name).failure}" + (f" (batch {batch})" if batch else ""))
         n = batch or 1
         results.append(BatchResult(
             batch=batch, shapes={k: list(v.shape) for k, v in feeds.items()}, optim=summarize(times["optim"], n),
@@ -314,5 +301,5 @@ def benchmark(
                  "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "seed": seed,
                  "spinning": "off"},
         machine=machine_info(), session_create_ms=created, placement=placement(optim_sess).to_dict(),
-        results=results, concurrency=conc, peak_rss_mb=peak_rss_mb(), notes=notes,
+        results=results, concurrency=conc, peak_rss_mb=peak_rss_mb(), notes=notes, peers=peers,
     )

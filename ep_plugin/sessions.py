@@ -25,6 +25,9 @@ EP_OPTIONS = {
     "min_partition_nodes": "connected groups smaller than this stay on the CPU EP (default 1)",
     "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
     "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",
+    "profile": "path of a JSON file of per-step times inside OptimEP's fused nodes, written when the session is "
+               "released (see optim.ep_plugin.profile)",
+    "profile_warmup": "with profile: each fused node's first N runs are not counted (default 0)",
 }
 
 _OPTIMIZATION = {
@@ -65,6 +68,7 @@ def session(
     threads: int | None = None,
     optimization: str = "basic",
     config: dict[str, str] | None = None,
+    ort_profile_prefix: str | None = None,
     **ep_options: str,
 ) -> ort.InferenceSession:
     """An InferenceSession that runs what OptimEP claims on OptimEP and the rest on ORT's CPU EP.
@@ -73,6 +77,8 @@ def session(
     optimization is ORT's graph optimization level before partitioning: 'basic' (default) keeps
     the graph close to the file; 'all' adds ORT's CPU-specific fusions, which OptimEP does not run.
     config: extra ONNX Runtime session config entries (e.g. {"session.intra_op.allow_spinning": "0"}).
+    ort_profile_prefix: turns on ONNX Runtime's own profiler; its trace goes to PREFIX_<date>.json and
+    sess.end_profiling() returns the path.
     ep_options: see EP_OPTIONS; values are strings (ints are converted).
     """
     register()
@@ -88,6 +94,9 @@ def session(
         os.unlink(report)  # the EP creates it; absent means OptimEP saw no graph
         options["placement_report"] = report
     so = _session_options(threads, optimization, config)
+    if ort_profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = ort_profile_prefix
     so.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
     if not fallback:
         so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")

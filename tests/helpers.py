@@ -85,3 +85,16 @@ def assert_close(ours: np.ndarray, ref: np.ndarray, atol: float = FLOAT_ATOL, rt
 def rand(rng: np.random.Generator, *shape, low: float | None = None) -> np.ndarray:
     x = np.asarray(rng.standard_normal(shape), dtype=np.float32)
     return np.asarray(np.abs(x) + np.float32(low), dtype=np.float32) if low is not None else x
+
+
+def model_with_cpu_fallback(rng: np.random.Generator) -> bytes:
+    """Conv+Relu -> Resize -> Conv -> HardSigmoid, dynamic batch: two OptimEP partitions (Conv 'c1' + Relu 'r1',
+    Conv 'c2') around Resize 'up', and HardSigmoid 'hs' after them; OptimEP implements neither of those two."""
+    n = helper.make_node
+    return make_model(
+        [n("Conv", ["x", "w1", "b1"], ["c1"], name="c1", pads=[1, 1, 1, 1]), n("Relu", ["c1"], ["r1"], name="r1"),
+         n("Resize", ["r1", "", "scales"], ["up"], name="up", mode="nearest"),
+         n("Conv", ["up", "w2"], ["c2"], name="c2", pads=[1, 1, 1, 1]), n("HardSigmoid", ["c2"], ["y"], name="hs")],
+        {"x": (np.float32, ["batch", 3, 32, 32])}, ["y"],
+        {"w1": rand(rng, 8, 3, 3, 3), "b1": rand(rng, 8), "w2": rand(rng, 8, 8, 3, 3),
+         "scales": np.array([1, 1, 2, 2], np.float32)})

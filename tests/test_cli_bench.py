@@ -138,12 +138,84 @@ def test_quiet_machine_gives_no_warning(mlp_file, monkeypatch):
 
 
 def test_openvino_without_the_package_is_skipped_with_a_note(mlp_file, monkeypatch):
-    import optim.ep_plugin.benchmark as bm
+    import optim.ep_plugin.bench_peers as peers
 
-    monkeypatch.setattr(bm, "openvino_available", lambda: False)
+    monkeypatch.setattr(peers, "openvino_available", lambda: False)
     r = invoke(mlp_file, "--input", "x:1x16", "--runs", "3", "--vs", "openvino")
     assert r.exit_code == 0, r.output
     assert "note: --vs openvino skipped: the openvino package is not installed" in r.output
+
+
+def test_openvino_runs_in_f32_and_the_report_says_so(mlp_file, tmp_path):
+    pytest.importorskip("openvino")
+    out = tmp_path / "r.json"
+    r = invoke(mlp_file, "--input", "x:2x16", "--runs", "3", "--warmup", "1", "--vs", "openvino", "--json", out)
+    assert r.exit_code == 0, r.output
+    assert any(line.strip().startswith("OpenVINO (f32) ") for line in r.output.splitlines())
+    assert "OpenVINO (f32): OpenVINO " in r.output and "inference precision f32" in r.output
+    assert "ratio OpenVINO (f32) / OptimEP median" in r.output and "note:" not in r.output
+    d = json.loads(out.read_text())
+    assert set(d["results"][0]["others"]) == {"openvino"} and d["peers"]["openvino"].endswith("inference precision f32")
+
+
+class _FakeOpenVino:
+    """Stands in for OpenVinoRunner: fails to load, or fails on its `fail_at`-th run."""
+
+    fail_at: int | None = None
+    calls = 0
+
+    def __init__(self, model, threads, precision="f32"):
+        if self.fail_at is None:
+            raise RuntimeError("Exception from src/inference/src/cpp/core.cpp:132:\n\nunsupported op: FancyOp\n")
+        self.version = "0.0"
+
+    def run(self, _outputs, feeds):
+        type(self).calls += 1
+        if type(self).calls >= self.fail_at:
+            raise RuntimeError("inference failed: out of fake memory")
+        return [np.zeros((1, 4), np.float32)]
+
+
+@pytest.fixture
+def fake_openvino(monkeypatch):
+    import optim.ep_plugin.bench_peers as peers
+
+    monkeypatch.setattr(peers, "openvino_available", lambda: True)
+    monkeypatch.setattr(peers, "OpenVinoRunner", _FakeOpenVino)
+    monkeypatch.setattr(_FakeOpenVino, "calls", 0)
+    return _FakeOpenVino
+
+
+def test_a_peer_that_cannot_load_the_model_is_one_line_and_the_others_still_run(mlp_file, fake_openvino, monkeypatch):
+    monkeypatch.setattr(fake_openvino, "fail_at", None)
+    r = invoke(mlp_file, "--input", "x:1x16", "--runs", "3", "--vs", "openvino", "--vs", "cpu")
+    assert r.exit_code == 0, r.output
+    assert "note: --vs openvino could not load the model: unsupported op: FancyOp" in r.output.splitlines()
+    assert "ratio CPU EP / OptimEP median" in r.output and "OpenVINO (f32) " not in r.output
+
+
+def test_a_peer_that_fails_to_run_is_dropped_and_the_sweep_goes_on(mlp_file, fake_openvino, monkeypatch, tmp_path):
+    monkeypatch.setattr(fake_openvino, "fail_at", 4)  # warm-up 1, then fails on its third timed run of batch 1
+    out = tmp_path / "r.json"
+    r = invoke(mlp_file, "--batch", "1,2", "--runs", "3", "--warmup", "1", "--vs", "openvino", "--vs", "cpu", "--json", out)
+    assert r.exit_code == 0, r.output
+    assert "note: --vs openvino failed to run the model: inference failed: out of fake memory (batch 1)" in r.output
+    d = json.loads(out.read_text())
+    assert [set(res["others"]) for res in d["results"]] == [{"cpu"}, {"cpu"}]
+    assert [res["optim"]["runs"] for res in d["results"]] == [3, 3]
+    lines = r.output.splitlines()
+    assert [line.split()[0] for line in lines[lines.index("sweep:") + 2:]][:2] == ["1", "2"]
+
+
+def test_profile_after_the_benchmark(mlp_file, tmp_path):
+    out = tmp_path / "r.json"
+    r = invoke(mlp_file, "--batch", "2", "--runs", "3", "--warmup", "1", "--profile", "--json", out)
+    assert r.exit_code == 0, r.output
+    assert "profile of " in r.output and "by op type:" in r.output
+    d = json.loads(out.read_text())
+    assert d["profile"]["inputs"] == {"x": [2, 16]} and d["profile"]["runs"] == 3
+    assert {row["nodes"] for row in d["profile"]["rows"] if row["op"] != "(fused node)"} == {
+        label for steps in d["placement"]["compiled"].values() for label in steps}
 
 
 @pytest.mark.parametrize("args, says", [

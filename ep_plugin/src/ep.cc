@@ -1,7 +1,5 @@
 #include "ep.h"
 
-#include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -12,33 +10,13 @@
 #include "qdq_fusion.h"
 #include "rewrites/conv_epilogue.h"
 #include "rewrites/nhwc_layout.h"
+#include "report_file.h"
 
 namespace optim {
 namespace {
 
 // GetCapability needs constants only for claim checks (Reshape targets, Clip bounds): small ones.
 constexpr size_t kClaimConstantBytes = 4096;
-
-std::string json_str(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // One fused node's compute functions; the Plan is the state ORT hands back to Compute.
 struct ComputeInfo : OrtNodeComputeInfo {
@@ -90,6 +68,8 @@ OptimEp::OptimEp(EpOptions options, const OrtLogger* logger) : OrtEp{}, options_
   GetCapability = GetCapabilityImpl;
   Compile = CompileImpl;
   ReleaseNodeComputeInfos = ReleaseNodeComputeInfosImpl;
+  if (!options_.profile.empty())
+    profile_ = std::make_shared<ProfileFile>(options_.profile, options_.profile_warmup, kernels::isa_name(options_.isa));
 }
 
 const char* ORT_API_CALL OptimEp::GetNameImpl(const OrtEp*) noexcept { return kEpName; }
@@ -180,15 +160,7 @@ void OptimEp::flush_report() {
   i = 0;
   for (const auto& [k, v] : compiled_entries_) doc << (i++ ? ", " : "") << v;
   doc << "]}\n";
-  // Write then rename, so a reader never sees a half-written report.
-  const std::string tmp = options_.placement_report + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) throw Error("cannot write placement_report '" + options_.placement_report + "'");
-    f << doc.str();
-  }
-  if (std::rename(tmp.c_str(), options_.placement_report.c_str()) != 0)
-    throw Error("cannot write placement_report '" + options_.placement_report + "'");
+  write_file_atomically(options_.placement_report, doc.str(), "placement_report");
 }
 
 OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graphs, const OrtNode** fused_nodes,
@@ -215,8 +187,10 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);
+      if (ep->profile_) plan->set_profile(ep->profile_->add(plan->name(), plan->step_labels()));
       infos[i] = new ComputeInfo(std::move(plan));
     }
+    if (ep->profile_) ep->profile_->write();  // the partitions, no runs yet; a bad path fails here, with its name
   });
   if (st) {  // free what was built; nulls keep a later ReleaseNodeComputeInfos from freeing twice
     for (size_t i = 0; i < count; ++i) {

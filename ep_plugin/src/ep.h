@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "graph_reader.h"
 #include "partitioner.h"
 #include "plan.h"
+#include "step_profile.h"
 
 namespace optim {
 
@@ -39,6 +41,7 @@ class OptimEp : public OrtEp {
   std::mutex report_mu_;
   std::map<std::string, std::string> report_entries_;    // graph key -> JSON object
   std::map<std::string, std::string> compiled_entries_;  // fused node name -> JSON object
+  std::shared_ptr<ProfileFile> profile_;                 // option `profile`; null when off
 };
 
 }  // namespace optim

@@ -21,6 +21,13 @@ bool get_entry(const OrtSessionOptions* so, const std::string& key, std::string*
 
 std::string key(const char* k) { return std::string("ep.optimep.") + k; }
 
+size_t non_negative(const char* name, const std::string& v) {
+  bool ok = !v.empty();
+  for (char c : v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+  if (!ok || v.size() > 9) throw Error(std::string("option ") + name + "='" + v + "' is not a non-negative integer", ORT_INVALID_ARGUMENT);
+  return static_cast<size_t>(std::stoul(v));
+}
+
 }  // namespace
 
 EpOptions read_options(const OrtSessionOptions* so) {
@@ -33,13 +40,10 @@ EpOptions read_options(const OrtSessionOptions* so) {
       throw Error("option isa='" + v + "' is not supported by this CPU (avx2 needs AVX2 and FMA; avx512vnni also "
                   "AVX-512 F, BW, VL and VNNI; amx also AMX-INT8 with the OS's permission)", ORT_INVALID_ARGUMENT);
   }
-  if (get_entry(so, key("min_partition_nodes"), &v)) {
-    bool ok = !v.empty();
-    for (char c : v) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-    if (!ok || v.size() > 9) throw Error("option min_partition_nodes='" + v + "' is not a non-negative integer", ORT_INVALID_ARGUMENT);
-    o.min_partition_nodes = static_cast<size_t>(std::stoul(v));
-  }
+  if (get_entry(so, key("min_partition_nodes"), &v)) o.min_partition_nodes = non_negative("min_partition_nodes", v);
   if (get_entry(so, key("placement_report"), &v)) o.placement_report = v;
+  if (get_entry(so, key("profile"), &v)) o.profile = v;
+  if (get_entry(so, key("profile_warmup"), &v)) o.profile_warmup = non_negative("profile_warmup", v);
   if (get_entry(so, key("log"), &v)) {
     if (v != "0" && v != "1") throw Error("option log='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
     o.log = v == "1";

@@ -341,6 +341,7 @@ void Plan::run(OrtKernelContext* ctx) const {
 
   std::vector<TensorRef> ins;
   std::vector<TensorOut> outs;
+  StepTimer timer(profile_.get(), steps_.size());
   for (size_t si = 0; si < steps_.size(); ++si) {
     const Step& s = steps_[si];
     ins.clear();
@@ -369,7 +370,9 @@ void Plan::run(OrtKernelContext* ctx) const {
     } catch (const std::exception& e) {
       throw Error(step_error(s, sp->shapes, e.what()));
     }
+    timer.stop(si, ins.empty() ? nullptr : ins[0].shape);
   }
+  timer.commit();
 }
 
 }  // namespace optim

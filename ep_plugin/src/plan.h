@@ -12,6 +12,7 @@
 #include "../kernels/kernel_table.h"
 #include "ir.h"
 #include "ops/op.h"
+#include "step_profile.h"
 
 namespace optim {
 
@@ -29,6 +30,8 @@ class Plan {
   size_t num_steps() const { return steps_.size(); }
   // "Conv 'c1' + Relu 'r1'", "QGemm 'fc'", ...: what runs, in order.
   std::vector<std::string> step_labels() const;
+  // Times every step of every later run into `profile` (EP option `profile`); set before the first run.
+  void set_profile(std::shared_ptr<StepProfile> profile) { profile_ = std::move(profile); }
 
  private:
   enum class SlotKind { kInput, kConstant, kTemp, kOutput };
@@ -73,6 +76,7 @@ class Plan {
   std::vector<int> last_use_;      // per slot: last step reading it
   std::vector<int> value_inputs_;  // fused inputs whose values decide shapes (read before planning)
   std::map<int, std::vector<int64_t>> constant_values_;  // constant slots whose values decide shapes
+  std::shared_ptr<StepProfile> profile_;  // null unless profiling
 
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ShapePlan>> cache_;
