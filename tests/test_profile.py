@@ -41,10 +41,11 @@ def test_rows_name_every_step_and_every_cpu_ep_node(fallback_file):
     prof = profile(str(fallback_file), batch=2, runs=5, warmup=2)
     assert_complete(prof, str(fallback_file), {"x": [2, 3, 32, 32]})
     by_label = {r.nodes: r for r in prof.rows}
-    assert by_label["Conv 'c1' + Relu 'r1'"].input_shapes == [[2, 3, 32, 32]]
-    assert by_label["Conv 'c2'"].input_shapes == [[2, 8, 64, 64]]
+    # Convolutions run channels last: their inputs are NHWC.
+    assert by_label["NhwcConv 'c1' + Relu 'r1'"].input_shapes == [[2, 32, 32, 3]]
+    assert by_label["NhwcConv 'c2'"].input_shapes == [[2, 64, 64, 8]]
     assert by_label["Resize 'up'"].op == "Resize" and by_label["Resize 'up'"].input_shapes[0] == [2, 8, 32, 32]
-    assert {(s["where"], s["op"]) for s in prof.by_op()} >= {(EP_NAME, "Conv"), ("CPU EP", "Resize"),
+    assert {(s["where"], s["op"]) for s in prof.by_op()} >= {(EP_NAME, "NhwcConv"), ("CPU EP", "Resize"),
                                                            ("CPU EP", "HardSigmoid")}
 
 
@@ -70,7 +71,7 @@ def test_the_zoo_cnn_in_fp32_and_int8(tmp_path):
     for model in (fp32, int8):
         prof = profile(model, batch=1, runs=3, warmup=1)
         assert_complete(prof, model, {"x": [1, 3, 32, 32]})
-    assert any(r.op == "QConv" and r.nodes.startswith("QConv '") for r in prof.rows)
+    assert any(r.op == "NhwcQConv" and r.nodes.startswith("NhwcQConv '") for r in prof.rows)
 
 
 def test_the_merge_skips_the_warmup_and_adds_each_fused_node_time_outside_its_steps():
@@ -111,9 +112,9 @@ def test_cli_table_and_summary(fallback_file):
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["ms/run", "share"])
     assert lines[header].split() == ["ms/run", "share", "where", "op", "input", "shapes", "node(s)"]
     body = lines[header + 1:lines.index("by op type:")]
-    for label in ("Conv 'c1' + Relu 'r1'", "Conv 'c2'", "Resize 'up'", "HardSigmoid 'hs'"):
+    for label in ("NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'", "Resize 'up'", "HardSigmoid 'hs'"):
         assert sum(line.endswith(f"  {label}") for line in body) == 1, (label, body)
-    assert any(line.startswith(f"  {EP_NAME}: Conv ") for line in lines)
+    assert any(line.startswith(f"  {EP_NAME}: NhwcConv ") for line in lines)
     assert any(line.startswith("  CPU EP: ") and "Resize" in line and "HardSigmoid" in line for line in lines)
 
 

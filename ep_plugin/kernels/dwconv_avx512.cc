@@ -1,6 +1,8 @@
-// AVX-512 depthwise NHWC convolutions (kernel_table.h): per output pixel, its taps inside the input
-// (dwconv_taps.h), then 16 channels per zmm, one FMA per tap in tap order; channel tails masked. The int8
-// form converts x - x_zero to float (exact) and requantizes through qstore_avx512.h, equal to the scalar
+// AVX-512 depthwise NHWC convolutions (kernel_table.h), 16 channels per zmm, channel tails masked. Along
+// an output row, pixels whose whole window lies inside the input go four at a time: per tap one weight
+// load feeds four FMAs, at offsets fixed for the row. Pixels at the edges take their valid taps one by
+// one (dwconv_taps.h). Every output sums its taps in the same (tap) order either way. The int8 form
+// converts x - x_zero to float (exact) and requantizes through qstore_avx512.h, equal to the scalar
 // reference bit for bit. Compiled with -mavx512f -mavx512bw (and the VNNI set).
 #include <immintrin.h>
 
@@ -12,24 +14,68 @@
 namespace optim::kernels {
 namespace {
 
-constexpr int64_t kMaxTaps = 64;  // larger windows go tap list by tap list (see run_pixels)
+constexpr int64_t kMaxTaps = 64;  // larger windows go to the scalar kernel
+constexpr int kPixels = 4;
 
 inline __mmask16 mask_of(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
-inline __m512 load_q8(const void* x, bool u8, int64_t i, __mmask16 k, __m512 zero) {
-  const __m128i b = _mm_maskz_loadu_epi8(k, static_cast<const uint8_t*>(x) + i);
-  const __m512i v = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
-  return _mm512_sub_ps(_mm512_cvtepi32_ps(v), zero);
-}
-
-// Calls body(px) for each output pixel of [m0, m1) with its valid taps.
-template <typename Body>
-void for_each_pixel(const DwconvGeometry& g, int64_t m0, int64_t m1, Body body) {
-  int64_t off[kMaxTaps], tap[kMaxTaps];
+// Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
+// weight row of the tap) for each 16-channel block, then finish(m, first channel, mask, sums).
+template <typename LoadX, typename Finish>
+void drive(const DwconvGeometry& g, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+  int64_t off[kMaxTaps], tap[kMaxTaps], row_off[kMaxTaps], row_tap[kMaxTaps];
   DwconvPixel px{0, 0, 0, 0, off, tap};
-  for (int64_t m = m0; m < m1; ++m) {
+  const int64_t pixels = g.oh * g.ow;
+  // Output columns whose window lies inside the input row: [ox_lo, ox_hi).
+  const int64_t ox_lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
+  const int64_t last = g.w - 1 - (g.kw - 1) * g.dw + g.pw;
+  const int64_t ox_hi = std::max(ox_lo, last < 0 ? 0 : std::min(g.ow, last / g.sw + 1));
+  auto one = [&](int64_t m) {
     dwconv_pixel_taps(g, m, px);
-    body(m, px);
+    const int64_t image = px.img * dwconv_image_stride(g);
+    for (int64_t j = 0; j < g.channels; j += 16) {
+      const __mmask16 k = mask_of(g.channels - j);
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t t = 0; t < px.count; ++t)
+        acc = _mm512_fmadd_ps(load_x(image + px.off[t], j, k), _mm512_maskz_loadu_ps(k, w + px.tap[t] * g.channels + j), acc);
+      finish(m, j, k, acc);
+    }
+  };
+  for (int64_t m = m0; m < m1;) {
+    const int64_t img = m / pixels, oy = m % pixels / g.ow, ox = m % g.ow;
+    const int64_t run_end = std::min(m1, m + (ox < ox_lo ? ox_lo - ox : ox < ox_hi ? ox_hi - ox : g.ow - ox));
+    if (ox < ox_lo || ox >= ox_hi || run_end - m < kPixels) {
+      for (; m < run_end; ++m) one(m);
+      continue;
+    }
+    // Inside the row: the valid kernel rows, and each tap's offset from the pixel's window corner.
+    int64_t count = 0;
+    const int64_t y0 = oy * g.sh - g.ph;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      const int64_t iy = y0 + ky * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      for (int64_t kx = 0; kx < g.kw; ++kx, ++count) {
+        row_off[count] = (iy * g.w + kx * g.dw) * g.cs;
+        row_tap[count] = ky * g.kw + kx;
+      }
+    }
+    const int64_t image = img * dwconv_image_stride(g);
+    for (; m + kPixels <= run_end; m += kPixels) {
+      const int64_t x0 = (m % g.ow) * g.sw - g.pw;
+      for (int64_t j = 0; j < g.channels; j += 16) {
+        const __mmask16 k = mask_of(g.channels - j);
+        __m512 acc[kPixels];
+        for (int p = 0; p < kPixels; ++p) acc[p] = _mm512_setzero_ps();
+        for (int64_t t = 0; t < count; ++t) {
+          const __m512 wv = _mm512_maskz_loadu_ps(k, w + row_tap[t] * g.channels + j);
+          const int64_t base = image + row_off[t] + x0 * g.cs;
+          for (int p = 0; p < kPixels; ++p)
+            acc[p] = _mm512_fmadd_ps(load_x(base + p * g.sw * g.cs, j, k), wv, acc[p]);
+        }
+        for (int p = 0; p < kPixels; ++p) finish(m + p, j, k, acc[p]);
+      }
+    }
+    for (; m < run_end; ++m) one(m);
   }
 }
 
@@ -40,43 +86,39 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   if (g.kh * g.kw > kMaxTaps) return dwconv_f32_scalar(m0, m1, a);
   const ConvF32Epilogue& ep = a.ep;
   const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
-  for_each_pixel(g, m0, m1, [&](int64_t m, const DwconvPixel& px) {
-    const float* x = a.x + px.img * dwconv_image_stride(g);
-    for (int64_t j = 0; j < g.channels; j += 16) {
-      const __mmask16 k = mask_of(g.channels - j);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t t = 0; t < px.count; ++t)
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + px.off[t] + j), _mm512_maskz_loadu_ps(k, a.w + px.tap[t] * g.channels + j), acc);
-      if (ep.bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.bias + j));
-      if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
-      acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));
-      _mm512_mask_storeu_ps(a.c + m * a.ldc + j, k, acc);
-    }
-  });
+  drive(
+      g, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
+      [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
+        if (ep.bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.bias + j));
+        if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
+        acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));  // NaN stays (second operand)
+        _mm512_mask_storeu_ps(a.c + m * a.ldc + j, k, acc);
+      });
 }
 
 void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kMaxTaps) return dwconv_q8_scalar(m0, m1, a);
   const __m512 zero = _mm512_set1_ps(a.x_zero);
-  for_each_pixel(g, m0, m1, [&](int64_t m, const DwconvPixel& px) {
-    const int64_t image = px.img * dwconv_image_stride(g);
-    for (int64_t j = 0; j < g.channels; j += 16) {
-      const int64_t cols = std::min<int64_t>(16, g.channels - j);
-      const __mmask16 k = mask_of(cols);
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t t = 0; t < px.count; ++t)
-        acc = _mm512_fmadd_ps(load_q8(a.x, a.x_u8, image + px.off[t] + j, k, zero),
-                              _mm512_maskz_loadu_ps(k, a.w + px.tap[t] * g.channels + j), acc);
-      alignas(64) int32_t sums[16];
-      _mm512_store_si512(sums, _mm512_cvtps_epi32(acc));  // exact: integers below 2^24
-      if (cols == 16) {
-        store16(sums, m, j, *a.ep, a.c, m * a.ldc + j);
-      } else {
-        for (int64_t c = 0; c < cols; ++c) qgemm_store(sums[c], m, j + c, *a.ep, a.c, m * a.ldc + j + c);
-      }
-    }
-  });
+  const uint8_t* x = static_cast<const uint8_t*>(a.x);
+  drive(
+      g, a.w, m0, m1,
+      [&](int64_t i, int64_t j, __mmask16 k) {
+        const __m128i b = _mm_maskz_loadu_epi8(k, x + i + j);
+        const __m512i v = a.x_u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
+        return _mm512_sub_ps(_mm512_cvtepi32_ps(v), zero);
+      },
+      [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
+        alignas(64) int32_t sums[16];
+        _mm512_store_si512(sums, _mm512_cvtps_epi32(acc));  // exact: integers below 2^24
+        const int64_t cols = std::min<int64_t>(16, g.channels - j);
+        if (cols == 16) {
+          store16(sums, m, j, *a.ep, a.c, m * a.ldc + j);
+        } else {
+          for (int64_t c = 0; c < cols; ++c) qgemm_store(sums[c], m, j + c, *a.ep, a.c, m * a.ldc + j + c);
+        }
+        (void)k;
+      });
 }
 
 }  // namespace optim::kernels

@@ -250,6 +250,15 @@ struct DwconvQ8Args {
 using DwconvF32Fn = void (*)(int64_t m0, int64_t m1, const DwconvF32Args& args);
 using DwconvQ8Fn = void (*)(int64_t m0, int64_t m1, const DwconvQ8Args& args);
 
+// --- transposes of 4-byte elements (layout changes: NCHW <-> NHWC) --------------------------------------
+// dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols (any 32-bit values, moved as bits).
+using Transpose32Fn = void (*)(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
+
+// --- pooling rows: one window tap over a run of channels (channels-last pooling) -----------------------
+// y[i] = max(y[i], x[i]) (float32 with NaN winning, as ONNX's MaxPool; uint8; int8) or y[i] += x[i] (float32).
+enum class PoolRowOp { kMaxF32 = 0, kMaxU8, kMaxS8, kAddF32 };
+using PoolRowFn = void (*)(PoolRowOp op, const void* x, void* y, int64_t n);
+
 // --- the table ------------------------------------------------------------------------------------
 // What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
 // tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
@@ -294,6 +303,8 @@ struct KernelTable {
   Kernel<ConvGemmQ8Fn> conv_gemm_u8s8;
   Kernel<DwconvF32Fn> dwconv_f32;
   Kernel<DwconvQ8Fn> dwconv_q8;
+  Kernel<Transpose32Fn> transpose32;
+  Kernel<PoolRowFn> pool_row;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;
 };

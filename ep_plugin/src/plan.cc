@@ -89,6 +89,7 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
     const Node& node = graph.nodes[ni];
     Step step;
     step.label = node.label();
+    if (node.has_attr("fused")) step.label += " + " + node.attr_s("fused", "");  // nodes a rewrite folded in
     step.op_type = node.op;
     step.shape_inputs = shape_value_inputs(node);  // the partitioner's list too: one source for both
     try {

@@ -36,13 +36,15 @@ def test_the_file_names_every_step_and_counts_the_runs_after_the_warmup(tmp_path
     doc = json.loads(path.read_text())
     assert doc["ep"] == EP_NAME and doc["warmup"] == 2 and doc["isa"]
     assert {p["partition"]: [s["label"] for s in p["steps"]] for p in doc["partitions"]} == compiled
-    assert sorted(s["label"] for p in doc["partitions"] for s in p["steps"]) == ["Conv 'c1' + Relu 'r1'", "Conv 'c2'"]
+    # Each partition: its input moved to channels last, the convolution (with the Relu it absorbed), and back.
+    steps = [s for p in doc["partitions"] for s in p["steps"]]
+    assert sorted(s["op"] for s in steps) == ["NhwcConv", "NhwcConv", "ToNchw", "ToNchw", "ToNhwc", "ToNhwc"]
+    assert sorted(s["label"] for s in steps if s["op"] == "NhwcConv") == ["NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'"]
     for p in doc["partitions"]:
         assert p["runs"] == 3
-        for s in p["steps"]:
-            assert s["op"] == "Conv" and s["total_ns"] > 0
-    shapes = {s["label"]: s["input_shape"] for p in doc["partitions"] for s in p["steps"]}
-    assert shapes == {"Conv 'c1' + Relu 'r1'": [2, 3, 32, 32], "Conv 'c2'": [2, 8, 64, 64]}  # the last run's
+        assert all(s["total_ns"] > 0 for s in p["steps"])
+    shapes = {s["label"]: s["input_shape"] for s in steps if s["op"] == "NhwcConv"}
+    assert shapes == {"NhwcConv 'c1' + Relu 'r1'": [2, 32, 32, 3], "NhwcConv 'c2'": [2, 64, 64, 8]}  # the last run's
     assert not (tmp_path / "steps.json.tmp").exists()
 
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "broadcast.h"
 #include "conv_nhwc.h"
 
 namespace optim {
@@ -40,11 +41,14 @@ NhwcConvLayout::NhwcConvLayout(const ConvGeometry& cg, const Shape& x) {
   reads_padding = ph > 0 || pw > 0 || hp > h || wp > w;
 }
 
-std::vector<int64_t> NhwcConvLayout::tap_offsets(int64_t cs, int64_t row_pixels) const {
-  std::vector<int64_t> off;
+NhwcConvLayout::Taps NhwcConvLayout::taps(int64_t cs, int64_t kt, int64_t row_pixels) const {
+  Taps t;
+  const bool rows = cs == kt && dw == 1;
+  t.count = rows ? kh : kh * kw;
+  t.k_tap = rows ? kw * kt : kt;
   for (int64_t ky = 0; ky < kh; ++ky)
-    for (int64_t kx = 0; kx < kw; ++kx) off.push_back((ky * dh * row_pixels + kx * dw) * cs);
-  return off;
+    for (int64_t kx = 0; kx < (rows ? 1 : kw); ++kx) t.offsets.push_back((ky * dh * row_pixels + kx * dw) * cs);
+  return t;
 }
 
 kernels::DwconvGeometry NhwcConvLayout::depthwise(int64_t channels) const {
@@ -137,8 +141,8 @@ class NhwcConvImpl : public Op {
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
     Shape y = nhwc_conv_output_shape(cg_, *in[0]);
-    if (in.size() > 3 && in[3] && *in[3] != y)
-      throw Error("the residual " + shape_str(*in[3]) + " does not have the output's shape " + shape_str(y));
+    if (in.size() > 3 && in[3] && broadcast_shapes(y, *in[3]) != y)
+      throw Error("the residual " + shape_str(*in[3]) + " would broadcast the output " + shape_str(y) + " to a larger shape");
     return {y};
   }
 
@@ -150,14 +154,29 @@ class NhwcConvImpl : public Op {
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
-    const NhwcConvLayout l(cg_, *in[0].shape);
-    if (l.n == 0 || l.pixels() == 0) return;
-    const float* x = in[0].as<float>();
-    float* y = out[0].as<float>();
-    kernels::ConvF32Epilogue ep;
-    ep.lo = lo_;
-    ep.hi = hi_;
     const float* residual = in.size() > 3 && in[3].present() ? in[3].as<float>() : nullptr;
+    if (!residual || *in[3].shape == *out[0].shape) {
+      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_);
+      return;
+    }
+    // The folded Add's residual broadcasts (the fusion checked no output dim grows): the convolution
+    // alone, then the Add with numpy broadcasting, then the clamp.
+    const float inf = std::numeric_limits<float>::infinity();
+    float* y = out[0].as<float>();
+    convolve(rc, *in[0].shape, in[0].as<float>(), y, nullptr, -inf, inf);
+    for_each_broadcast<1>(*out[0].shape, {in[3].shape}, [&](int64_t o, const std::array<int64_t, 1>& off) {
+      y[o] = std::min(std::max(y[o] + residual[off[0]], lo_), hi_);
+    });
+  }
+
+ private:
+  // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi).
+  void convolve(const RunContext& rc, const Shape& xs, const float* x, float* y, const float* residual, float lo, float hi) const {
+    const NhwcConvLayout l(cg_, xs);
+    if (l.n == 0 || l.pixels() == 0) return;
+    kernels::ConvF32Epilogue ep;
+    ep.lo = lo;
+    ep.hi = hi;
     ep.residual = residual;
     ep.ld_residual = cg_.cout;
     if (depthwise_) {
@@ -175,11 +194,12 @@ class NhwcConvImpl : public Op {
     }
     const int64_t cin_g = cg_.cin_g, cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw;
     const int64_t panels = (cout_g + 15) / 16, mr = rc.kernels.conv_gemm_f32.traits.mr;
-    auto convolve = [&](const float* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
-                        int64_t cs, const std::vector<int64_t>& tap_off, float* y0) {
+    auto gemm = [&](const float* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
+                    int64_t cs, float* y0) {
+      const NhwcConvLayout::Taps t = l.taps(cs, cin_g, wp);
       for (int64_t gi = 0; gi < cg_.group; ++gi) {
         kernels::ConvGemmF32Args a;
-        a.a = {src + gi * group_stride, l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, taps, cin_g, tap_off.data()};
+        a.a = {src + gi * group_stride, l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, t.count, t.k_tap, t.offsets.data()};
         a.w = packed_[static_cast<size_t>(gi)].data();
         a.n = cout_g;
         a.c = y0 + gi * cout_g;
@@ -192,20 +212,18 @@ class NhwcConvImpl : public Op {
       }
     };
     if (!l.reads_padding) {  // read the input where it lies
-      convolve(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, l.tap_offsets(l.c, l.w), y);
+      gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
       return;
     }
     float* prepared = static_cast<float*>(rc.scratch());
     const int64_t per = l.prepared_elems(cin_g), turn = images_per_turn(l);
-    const std::vector<int64_t> tap_off = l.tap_offsets(cin_g, l.wp);
     for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
       const int64_t images = std::min(turn, l.n - i0);
       prepare_all(rc, l, x, i0, images, prepared);
-      convolve(prepared, images, cg_.group * per, per, l.wp, cin_g, tap_off, y + i0 * l.pixels() * cg_.cout);
+      gemm(prepared, images, cg_.group * per, per, l.wp, cin_g, y + i0 * l.pixels() * cg_.cout);
     }
   }
 
- private:
   int64_t images_per_turn(const NhwcConvLayout& l) const {
     const int64_t per_image = cg_.group * l.prepared_elems(cg_.cin_g) * static_cast<int64_t>(sizeof(float));
     return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));

@@ -30,8 +30,15 @@ struct NhwcConvLayout {
   int64_t pixels() const { return oh * ow; }
   // Elements of one prepared (image, group) with kt values per pixel.
   int64_t prepared_elems(int64_t kt) const { return hp * wp * kt; }
-  // Tap offsets (elements) for pixels of `cs` values in rows of `row_pixels` pixels.
-  std::vector<int64_t> tap_offsets(int64_t cs, int64_t row_pixels) const;
+  // How a pixel reads its window from an input of `cs` values per pixel (kt of them used) in rows of
+  // `row_pixels` pixels: one run of kt values per kernel tap, or, when the input holds exactly kt values
+  // per pixel and the kernel is not dilated along the row, one run of kw * kt values per kernel row (the
+  // row's taps are then adjacent: fewer, longer runs for the kernels). The weights' K order is the same.
+  struct Taps {
+    int64_t count = 1, k_tap = 1;
+    std::vector<int64_t> offsets;  // elements from the pixel's first value, per run
+  };
+  Taps taps(int64_t cs, int64_t kt, int64_t row_pixels) const;
   kernels::DwconvGeometry depthwise(int64_t channels) const;
 };
 

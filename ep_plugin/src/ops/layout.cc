@@ -9,16 +9,10 @@
 namespace optim {
 namespace {
 
-constexpr int64_t kBlock = 32;
+constexpr int64_t kBlock = 64;
 
-// dst (cols x rows) = transpose of src (rows x cols), one block of rows [r0, r1) x cols [c0, c1).
-template <typename T>
-void transpose_block(const T* __restrict src, T* __restrict dst, int64_t rows, int64_t cols, int64_t r0, int64_t r1,
-                     int64_t c0, int64_t c1) {
-  for (int64_t r = r0; r < r1; ++r)
-    for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-}
-
+// Per image, dst (cols x rows) = transpose of src (rows x cols), in kBlock x kBlock blocks over the pool;
+// 4-byte elements through the kernel table, others here.
 template <typename T>
 void transpose_images(const RunContext& rc, const T* src, T* dst, int64_t images, int64_t rows, int64_t cols) {
   const int64_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
@@ -29,8 +23,15 @@ void transpose_images(const RunContext& rc, const T* src, T* dst, int64_t images
     const int64_t b1 = std::min(blocks, (static_cast<int64_t>(t) + 1) * per_task);
     for (int64_t b = static_cast<int64_t>(t) * per_task; b < b1; ++b) {
       const int64_t img = b / (rb * cb), r = b % (rb * cb) / cb * kBlock, c = b % cb * kBlock;
-      transpose_block(src + img * rows * cols, dst + img * rows * cols, rows, cols, r, std::min(rows, r + kBlock), c,
-                      std::min(cols, c + kBlock));
+      const int64_t nr = std::min(rows - r, kBlock), nc = std::min(cols - c, kBlock);
+      const T* s = src + img * rows * cols + r * cols + c;
+      T* d = dst + img * rows * cols + c * rows + r;
+      if constexpr (sizeof(T) == 4) {
+        rc.kernels.transpose32(s, cols, d, rows, nr, nc);
+      } else {
+        for (int64_t j = 0; j < nc; ++j)
+          for (int64_t i = 0; i < nr; ++i) d[j * rows + i] = s[i * cols + j];
+      }
     }
   });
 }

@@ -35,24 +35,27 @@ struct NhwcWindow {
 };
 
 template <typename T>
-void max_pixel(const NhwcWindow& g, const T* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, T* __restrict y) {
+constexpr kernels::PoolRowOp max_op() {
+  if constexpr (std::is_same_v<T, uint8_t>) return kernels::PoolRowOp::kMaxU8;
+  else if constexpr (std::is_same_v<T, int8_t>) return kernels::PoolRowOp::kMaxS8;
+  else return kernels::PoolRowOp::kMaxF32;
+}
+
+template <typename T>
+void max_pixel(const RunContext& rc, const NhwcWindow& g, const T* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, T* y) {
   const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   std::fill(y, y + g.c, lowest);
   for (int64_t ky = ry.begin; ky < ry.end; ++ky)
-    for (int64_t kx = rx.begin; kx < rx.end; ++kx) {
-      const T* __restrict xp = x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c;
-      for (int64_t j = 0; j < g.c; ++j) y[j] = max_nan(y[j], xp[j]);
-    }
+    for (int64_t kx = rx.begin; kx < rx.end; ++kx)
+      rc.kernels.pool_row(max_op<T>(), x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c, y, g.c);
 }
 
-void average_pixel(const NhwcWindow& g, const float* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, float divisor,
-                   float* __restrict y) {
+void average_pixel(const RunContext& rc, const NhwcWindow& g, const float* x, TapRange ry, TapRange rx, int64_t y0,
+                   int64_t x0, float divisor, float* y) {
   std::fill(y, y + g.c, 0.f);
   for (int64_t ky = ry.begin; ky < ry.end; ++ky)
-    for (int64_t kx = rx.begin; kx < rx.end; ++kx) {
-      const float* __restrict xp = x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c;
-      for (int64_t j = 0; j < g.c; ++j) y[j] += xp[j];
-    }
+    for (int64_t kx = rx.begin; kx < rx.end; ++kx)
+      rc.kernels.pool_row(kernels::PoolRowOp::kAddF32, x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c, y, g.c);
   for (int64_t j = 0; j < g.c; ++j) y[j] = y[j] / divisor;
 }
 
@@ -100,12 +103,12 @@ class NhwcPoolImpl : public Op {
         const TapRange ry = tap_range(y0, g.dh, g.kh, 0, g.h), rx = tap_range(x0, g.dw, g.kw, 0, g.w);
         const T* xi = x + img * g.h * g.w * g.c;
         if (kind_ == Kind::kMax) {
-          max_pixel(g, xi, ry, rx, y0, x0, y + m * g.c);
+          max_pixel(rc, g, xi, ry, rx, y0, x0, y + m * g.c);
         } else if constexpr (std::is_same_v<T, float>) {
           const int64_t taps = count_include_pad_
                                    ? tap_range(y0, g.dh, g.kh, -g.ph, g.h + g.pe_h).size() * tap_range(x0, g.dw, g.kw, -g.pw, g.w + g.pe_w).size()
                                    : ry.size() * rx.size();
-          average_pixel(g, xi, ry, rx, y0, x0, std::max(static_cast<float>(taps), 1.f), y + m * g.c);
+          average_pixel(rc, g, xi, ry, rx, y0, x0, std::max(static_cast<float>(taps), 1.f), y + m * g.c);
         }
       }
     });

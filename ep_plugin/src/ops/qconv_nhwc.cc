@@ -106,13 +106,14 @@ class NhwcQConvImpl : public Op {
     const auto& kernel = u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16;
     uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
     auto convolve = [&](const uint8_t* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
-                        int64_t cs, const std::vector<int64_t>& tap_off, uint8_t* y0) {
+                        int64_t cs, uint8_t* y0) {
+      const NhwcConvLayout::Taps t = l.taps(cs, kt_, wp);
       for (int64_t gi = 0; gi < cg_.group; ++gi) {
         kernels::QgemmEpilogue gep = ep;
         gep.scale_col += gi * cout_g;
         if (gep.bias_col) gep.bias_col += gi * cout_g;
         kernels::ConvGemmQ8Args a;
-        a.a = {src + gi * group_stride * elem_bytes(), l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, taps, kt_, tap_off.data()};
+        a.a = {src + gi * group_stride * elem_bytes(), l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, t.count, t.k_tap, t.offsets.data()};
         a.w = packed_[static_cast<size_t>(gi)].data();
         a.n = cout_g;
         a.c = y0 + gi * cout_g;
@@ -124,16 +125,15 @@ class NhwcQConvImpl : public Op {
       }
     };
     if (reads_in_place(l)) {
-      convolve(static_cast<const uint8_t*>(in[0].data), l.n, l.h * l.w * l.c, cg_.cin_g, l.w, l.c, l.tap_offsets(l.c, l.w), y);
+      convolve(static_cast<const uint8_t*>(in[0].data), l.n, l.h * l.w * l.c, cg_.cin_g, l.w, l.c, y);
       return;
     }
     uint8_t* prepared = static_cast<uint8_t*>(rc.scratch());
     const int64_t per = l.prepared_elems(kt_), turn = images_per_turn(l);
-    const std::vector<int64_t> tap_off = l.tap_offsets(kt_, l.wp);
     for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
       const int64_t images = std::min(turn, l.n - i0);
       prepare_all(rc, l, in[0], i0, images, prepared);
-      convolve(prepared, images, cg_.group * per, per, l.wp, kt_, tap_off, y + i0 * l.pixels() * cg_.cout);
+      convolve(prepared, images, cg_.group * per, per, l.wp, kt_, y + i0 * l.pixels() * cg_.cout);
     }
   }
 

@@ -73,8 +73,10 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
         const ValueInfo* a = g.value(conv.outputs[0]);
         const ValueInfo* b = g.value(other);
         const ValueInfo* y = g.value(next->outputs[0]);
+        // The same static shape (unknown dims in the same places; at run time a residual that only
+        // broadcasts into the output still works, see NhwcConv).
         const bool same = a && b && y && a->has_shape && b->has_shape && a->shape == b->shape && y->has_shape &&
-                          y->shape == a->shape && shape_numel(a->shape) >= 0 && b->dtype == DType::kFloat32;
+                          y->shape == a->shape && b->dtype == DType::kFloat32;
         if (!same || other == conv.outputs[0] || depends_on(g, other, conv.outputs[0])) continue;
         conv.inputs.resize(4);
         conv.inputs[3] = other;
@@ -88,6 +90,9 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
       } else {
         continue;
       }
+      Attr& fused = conv.attrs["fused"];  // the step's label names what it absorbed (Plan)
+      fused.type = ORT_OP_ATTR_STRING;
+      fused.s += (fused.s.empty() ? "" : " + ") + next->label();
       conv.outputs[0] = next->outputs[0];
       m.kill(next);
       std::vector<Node> none;
