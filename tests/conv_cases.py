@@ -27,3 +27,26 @@ def conv_cases(draw):
         if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:
             c["pads"][d + spatial] += span - (c["size"][d] + c["pads"][d] + c["pads"][d + spatial])
     return c
+
+
+@st.composite
+def depthwise_cases(draw):
+    """Depthwise convolutions (one input and one output channel per group): channel counts around the
+    kernels' 8- and 16-lane blocks, 3x3 and 5x5 windows (their register-resident paths) and others, rows
+    wide enough for the four-pixel groups, strides, dilations and pads that put pixels on every edge."""
+    spatial = draw(st.sampled_from([1, 2, 2, 2]))
+    channels = draw(st.sampled_from([1, 3, 8, 16, 17, 33, 96]))
+    k = draw(st.sampled_from([1, 2, 3, 3, 5, 5]))
+    c = dict(
+        spatial=spatial, n=draw(st.integers(1, 2)), groups=channels, cin_g=1, cout_g=1,
+        kernel=[k] * spatial, strides=[draw(st.sampled_from([1, 1, 2])) for _ in range(spatial)],
+        dilations=[draw(st.sampled_from([1, 1, 2])) for _ in range(spatial)],
+        pads=[draw(st.integers(0, k // 2 + 1)) for _ in range(2 * spatial)],
+        size=[draw(st.integers(1, 9))] * (spatial - 1) + [draw(st.sampled_from([1, 4, 7, 12, 23]))],
+        x_type=draw(st.sampled_from(["u8", "s8"])), w_zero=0, relu=draw(st.booleans()),
+        seed=draw(st.integers(0, 2**16)))
+    for d in range(spatial):  # at least one output pixel
+        span = (c["kernel"][d] - 1) * c["dilations"][d] + 1
+        if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:
+            c["pads"][d + spatial] += span - (c["size"][d] + c["pads"][d] + c["pads"][d + spatial])
+    return c

@@ -16,6 +16,8 @@ namespace {
 
 constexpr int kRows = 8;
 
+inline __mmask16 mask16(int64_t cols) { return cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1); }
+
 template <int MR, int NP>
 void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
@@ -45,13 +47,26 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
       }
     }
   }
-  alignas(64) int32_t out[16];
+  const QgemmEpilogue& ep = *g.ep;
+  if (!ep.scale_col || ep.scale_row || ep.bias_row) {  // not the convolution's per-column epilogue
+    alignas(64) int32_t out[16];
+    for (int i = 0; i < MR; ++i)
+      for (int q = 0; q < NP; ++q) {
+        _mm512_store_si512(out, acc[i][q]);
+        store_row(out, g.comp_col, m + i, (p + q) * 16, panel_cols(g.n, p + q), ep, g.c, g.ldc);
+      }
+    return;
+  }
+  // Per panel the columns' compensation, scale and bias, then every row in registers.
+  for (int q = 0; q < NP; ++q) {
+    const int64_t j0 = (p + q) * 16;
+    const __mmask16 k = mask16(panel_cols(g.n, p + q));
+    const __m512i comp = _mm512_maskz_loadu_epi32(k, g.comp_col + j0);
+    const __m512 scale = _mm512_maskz_loadu_ps(k, ep.scale_col + j0);
+    const float* bias = ep.bias_col ? ep.bias_col + j0 : nullptr;
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-    for (int q = 0; q < NP; ++q) {
-      _mm512_store_si512(out, acc[i][q]);
-      store_row(out, g.comp_col, m + i, (p + q) * 16, panel_cols(g.n, p + q), *g.ep, g.c, g.ldc);
-    }
+    for (int i = 0; i < MR; ++i) requantize16(acc[i][q], comp, scale, bias, k, ep, g.c, (m + i) * g.ldc + j0);
+  }
 }
 
 template <int NP>

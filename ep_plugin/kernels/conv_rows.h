@@ -8,6 +8,10 @@ namespace optim::kernels {
 
 // base[i] = offset (in elements) of row m + i's first value, for i in [0, count).
 inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t* base) {
+  if (r.sw == 1 && r.sh == 1 && r.wp == r.ow && r.image_stride == r.pixels * r.cs) {  // rows one after another
+    for (int64_t i = 0; i < count; ++i) base[i] = (m + i) * r.cs;
+    return;
+  }
   const int64_t oh = r.pixels / r.ow;
   int64_t img = m / r.pixels, p = m % r.pixels;
   int64_t oy = p / r.ow, ox = p % r.ow;

@@ -1,7 +1,7 @@
 // AVX2 depthwise NHWC convolutions (kernel_table.h): per output pixel, its taps inside the input
 // (dwconv_taps.h), then 8 channels per ymm, one FMA per tap in tap order; the channels past the last
-// multiple of 8 go one at a time. The int8 form converts x - x_zero to float (exact) and requantizes
-// through qstore_avx2.h, equal to the scalar reference bit for bit. Compiled with -mavx2 -mfma.
+// multiple of 8 go one at a time. The int8 form sums exact integers in float32 and requantizes through
+// qstore_avx2.h, equal to the scalar reference bit for bit. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -15,16 +15,6 @@ namespace optim::kernels {
 namespace {
 
 constexpr int64_t kMaxTaps = 64;
-
-inline __m256 load_q8(const void* x, bool u8, int64_t i, __m256 zero) {
-  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(x) + i));
-  const __m256i v = u8 ? _mm256_cvtepu8_epi32(b) : _mm256_cvtepi8_epi32(b);
-  return _mm256_sub_ps(_mm256_cvtepi32_ps(v), zero);
-}
-
-inline float load_q8_one(const void* x, bool u8, int64_t i) {
-  return u8 ? static_cast<float>(static_cast<const uint8_t*>(x)[i]) : static_cast<float>(static_cast<const int8_t*>(x)[i]);
-}
 
 template <typename Body>
 void for_each_pixel(const DwconvGeometry& g, int64_t m0, int64_t m1, Body body) {
@@ -69,14 +59,13 @@ void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
 void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kMaxTaps) return dwconv_q8_scalar(m0, m1, a);
-  const __m256 zero = _mm256_set1_ps(a.x_zero);
   for_each_pixel(g, m0, m1, [&](int64_t m, const DwconvPixel& px) {
-    const int64_t image = px.img * dwconv_image_stride(g);
+    const float* x = a.x + px.img * dwconv_image_stride(g);
     int64_t j = 0;
     for (; j + 8 <= g.channels; j += 8) {
       __m256 acc = _mm256_setzero_ps();
       for (int64_t t = 0; t < px.count; ++t)
-        acc = _mm256_fmadd_ps(load_q8(a.x, a.x_u8, image + px.off[t] + j, zero), _mm256_loadu_ps(a.w + px.tap[t] * g.channels + j), acc);
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + px.off[t] + j), _mm256_loadu_ps(a.w + px.tap[t] * g.channels + j), acc);
       alignas(32) int32_t sums[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(sums), _mm256_cvtps_epi32(acc));  // exact integers
       store8(sums, m, j, *a.ep, a.c, m * a.ldc + j);
@@ -84,7 +73,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
     for (; j < g.channels; ++j) {
       float s = 0.f;
       for (int64_t t = 0; t < px.count; ++t)
-        s += (load_q8_one(a.x, a.x_u8, image + px.off[t] + j) - a.x_zero) * a.w[px.tap[t] * g.channels + j];
+        s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
       qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
     }
   });

@@ -19,6 +19,41 @@ constexpr int kPixels = 4;
 
 inline __mmask16 mask_of(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
+// Stride 1, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose windows lie inside
+// the input row, four at a time. Per 16-channel block the window's weights stay in registers, and each
+// input pixel is loaded once for the (up to KW) outputs that read it; every output still sums its taps in
+// (ky, kx) order, as the other paths do.
+template <int KH, int KW, typename LoadX, typename Finish>
+void row_stride1(const DwconvGeometry& g, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
+                 int64_t ox_end, LoadX load_x, Finish finish) {
+  for (int64_t j = 0; j < g.channels; j += 16) {
+    const __mmask16 k = mask_of(g.channels - j);
+    __m512 wv[KH][KW];
+    bool row_ok[KH];
+    for (int ky = 0; ky < KH; ++ky) {
+      row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h;
+      for (int kx = 0; kx < KW; ++kx) wv[ky][kx] = _mm512_maskz_loadu_ps(k, w + (ky * KW + kx) * g.channels + j);
+    }
+    for (int64_t o = ox; o + kPixels <= ox_end; o += kPixels) {
+      __m512 acc[kPixels];
+      for (int p = 0; p < kPixels; ++p) acc[p] = _mm512_setzero_ps();
+      const int64_t x0 = o - g.pw;
+      for (int ky = 0; ky < KH; ++ky) {
+        if (!row_ok[ky]) continue;
+        const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
+#pragma GCC unroll 8
+        for (int c = 0; c < kPixels + KW - 1; ++c) {
+          const __m512 v = load_x(row + c * g.cs, j, k);
+#pragma GCC unroll 4
+          for (int p = 0; p < kPixels; ++p)
+            if (c - p >= 0 && c - p < KW) acc[p] = _mm512_fmadd_ps(v, wv[ky][c - p], acc[p]);
+        }
+      }
+      for (int p = 0; p < kPixels; ++p) finish(m_row + o + p, j, k, acc[p]);
+    }
+  }
+}
+
 // Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
 // weight row of the tap) for each 16-channel block, then finish(m, first channel, mask, sums).
 template <typename LoadX, typename Finish>
@@ -60,6 +95,12 @@ void drive(const DwconvGeometry& g, const float* w, int64_t m0, int64_t m1, Load
       }
     }
     const int64_t image = img * dwconv_image_stride(g);
+    if (g.sw == 1 && g.dw == 1 && g.dh == 1 && ((g.kh == 3 && g.kw == 3) || (g.kh == 5 && g.kw == 5))) {
+      const int64_t n = (run_end - m) / kPixels * kPixels, m_row = m - ox;
+      if (g.kh == 3) row_stride1<3, 3>(g, w, image, y0, m_row, ox, ox + n, load_x, finish);
+      else row_stride1<5, 5>(g, w, image, y0, m_row, ox, ox + n, load_x, finish);
+      m += n;
+    }
     for (; m + kPixels <= run_end; m += kPixels) {
       const int64_t x0 = (m % g.ow) * g.sw - g.pw;
       for (int64_t j = 0; j < g.channels; j += 16) {
@@ -99,25 +140,13 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
 void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kMaxTaps) return dwconv_q8_scalar(m0, m1, a);
-  const __m512 zero = _mm512_set1_ps(a.x_zero);
-  const uint8_t* x = static_cast<const uint8_t*>(a.x);
   drive(
-      g, a.w, m0, m1,
-      [&](int64_t i, int64_t j, __mmask16 k) {
-        const __m128i b = _mm_maskz_loadu_epi8(k, x + i + j);
-        const __m512i v = a.x_u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
-        return _mm512_sub_ps(_mm512_cvtepi32_ps(v), zero);
-      },
+      g, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
       [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
-        alignas(64) int32_t sums[16];
-        _mm512_store_si512(sums, _mm512_cvtps_epi32(acc));  // exact: integers below 2^24
-        const int64_t cols = std::min<int64_t>(16, g.channels - j);
-        if (cols == 16) {
-          store16(sums, m, j, *a.ep, a.c, m * a.ldc + j);
-        } else {
-          for (int64_t c = 0; c < cols; ++c) qgemm_store(sums[c], m, j + c, *a.ep, a.c, m * a.ldc + j + c);
-        }
-        (void)k;
+        // The sums are exact integers below 2^24: converting them to int32 is exact too.
+        const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);
+        const float* bias = a.ep->bias_col ? a.ep->bias_col + j : nullptr;
+        requantize16(_mm512_cvtps_epi32(acc), _mm512_setzero_si512(), scale, bias, k, *a.ep, a.c, m * a.ldc + j);
       });
 }
 

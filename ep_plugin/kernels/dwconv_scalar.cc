@@ -31,15 +31,10 @@ void dwconv_q8_scalar(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   DwconvPixel px{0, 0, 0, 0, off.data(), tap.data()};
   for (int64_t m = m0; m < m1; ++m) {
     dwconv_pixel_taps(g, m, px);
-    const int64_t image = px.img * dwconv_image_stride(g);
+    const float* x = a.x + px.img * dwconv_image_stride(g);
     for (int64_t j = 0; j < g.channels; ++j) {
       float s = 0.f;  // exact: every partial sum is an integer below 2^24 (the op checks the bound)
-      for (int64_t t = 0; t < px.count; ++t) {
-        const int64_t i = image + px.off[t] + j;
-        const float v = a.x_u8 ? static_cast<float>(static_cast<const uint8_t*>(a.x)[i])
-                               : static_cast<float>(static_cast<const int8_t*>(a.x)[i]);
-        s += (v - a.x_zero) * a.w[px.tap[t] * g.channels + j];
-      }
+      for (int64_t t = 0; t < px.count; ++t) s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
       qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
     }
   }

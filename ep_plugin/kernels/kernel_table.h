@@ -234,14 +234,13 @@ struct DwconvF32Args {
   int64_t ldc = 0;
   ConvF32Epilogue ep;
 };
-// int8 (uint8 or int8 x): sums of (x - x_zero) * w in float32, exact while every |partial sum| stays below
+// int8: x is the quantized input minus its zero point, as float32 (exact; the op converts it once per
+// image), w the weights minus theirs; the sums are exact in float32 while every |partial sum| stays below
 // 2^24 (the op checks that bound on its weights), then the QgemmEpilogue per channel (column).
 struct DwconvQ8Args {
   DwconvGeometry g;
-  const void* x = nullptr;
-  bool x_u8 = true;
-  float x_zero = 0.f;
-  const float* w = nullptr;  // taps x channels, weights minus their zero points
+  const float* x = nullptr;
+  const float* w = nullptr;  // taps x channels
   void* c = nullptr;
   int64_t ldc = 0;
   const QgemmEpilogue* ep = nullptr;
@@ -253,6 +252,8 @@ using DwconvQ8Fn = void (*)(int64_t m0, int64_t m1, const DwconvQ8Args& args);
 // --- transposes of 4-byte elements (layout changes: NCHW <-> NHWC) --------------------------------------
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols (any 32-bit values, moved as bits).
 using Transpose32Fn = void (*)(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
+// The same for bytes (quantized tensors).
+using Transpose8Fn = void (*)(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
 
 // --- pooling rows: one window tap over a run of channels (channels-last pooling) -----------------------
 // y[i] = max(y[i], x[i]) (float32 with NaN winning, as ONNX's MaxPool; uint8; int8) or y[i] += x[i] (float32).
@@ -304,6 +305,7 @@ struct KernelTable {
   Kernel<DwconvF32Fn> dwconv_f32;
   Kernel<DwconvQ8Fn> dwconv_q8;
   Kernel<Transpose32Fn> transpose32;
+  Kernel<Transpose8Fn> transpose8;
   Kernel<PoolRowFn> pool_row;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;

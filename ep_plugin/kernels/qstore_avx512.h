@@ -30,6 +30,24 @@ inline void store16(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilog
   _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
 }
 
+// The epilogue of 16 sums of row i with per-column scales (the convolution / GEMM case), all in
+// registers: comp, scale and bias are the columns' vectors (bias may be null), `k` masks C's edge.
+// The operations of qgemm_store, in its order.
+inline void requantize16(__m512i acc, __m512i comp, __m512 scale, const float* bias, __mmask16 k, const QgemmEpilogue& ep,
+                         void* c, int64_t index) {
+  __m512 real = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, comp)), scale);
+  if (bias) real = _mm512_add_ps(real, _mm512_maskz_loadu_ps(k, bias));
+  if (ep.out == QuantOut::kFloat32) {
+    _mm512_mask_storeu_ps(static_cast<float*>(c) + index, k, real);
+    return;
+  }
+  __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(real, _mm512_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  q = _mm512_add_ps(q, _mm512_set1_ps(static_cast<float>(ep.out_zero)));
+  q = _mm512_max_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmin)));  // NaN becomes qmin, as in the scalar code
+  q = _mm512_min_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmax)));
+  _mm_mask_storeu_epi8(static_cast<uint8_t*>(c) + index, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
+}
+
 inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep,
                       void* c, int64_t ldc) {
   for (int64_t j = 0; j < cols; ++j) acc[j] += comp[j0 + j];

@@ -1,5 +1,6 @@
-// AVX2 transpose of 32-bit values (kernel_table.h, Transpose32Fn): 8 x 8 blocks transposed in registers
-// (unpack, shuffle, cross-lane permute), edges by the scalar kernel. Compiled with -mavx2.
+// AVX2 transposes (kernel_table.h): 8 x 8 blocks of 32-bit values transposed in ymm registers (unpack,
+// shuffle, cross-lane permute), 8 x 8 blocks of bytes in xmm registers (three rounds of unpacks); edges
+// by the scalar kernels. Compiled with -mavx2.
 #include <immintrin.h>
 
 #include "kernel_table.h"
@@ -28,7 +29,31 @@ inline void block8x8(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t
   }
 }
 
+// Rows 0..7 of 8 bytes -> columns: three rounds of interleaving, each output row 8 bytes.
+inline void bytes8x8(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t ld_dst) {
+  __m128i r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i * ld_src));
+  const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpacklo_epi8(r[2], r[3]);
+  const __m128i t2 = _mm_unpacklo_epi8(r[4], r[5]), t3 = _mm_unpacklo_epi8(r[6], r[7]);
+  const __m128i u0 = _mm_unpacklo_epi16(t0, t1), u1 = _mm_unpackhi_epi16(t0, t1);
+  const __m128i u2 = _mm_unpacklo_epi16(t2, t3), u3 = _mm_unpackhi_epi16(t2, t3);
+  const __m128i v[4] = {_mm_unpacklo_epi32(u0, u2), _mm_unpackhi_epi32(u0, u2), _mm_unpacklo_epi32(u1, u3),
+                        _mm_unpackhi_epi32(u1, u3)};
+  for (int i = 0; i < 4; ++i) {  // v[i] holds output rows 2i and 2i + 1
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + 2 * i * ld_dst), v[i]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + (2 * i + 1) * ld_dst), _mm_unpackhi_epi64(v[i], v[i]));
+  }
+}
+
 }  // namespace
+
+void transpose8_avx2_8x8(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+  const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+  for (int64_t r = 0; r < r8; r += 8)
+    for (int64_t c = 0; c < c8; c += 8) bytes8x8(src + r * ld_src + c, ld_src, dst + c * ld_dst + r, ld_dst);
+  if (c8 < cols) transpose8_scalar(src + c8, ld_src, dst + c8 * ld_dst, ld_dst, rows, cols - c8);
+  if (r8 < rows) transpose8_scalar(src + r8 * ld_src, ld_src, dst + r8, ld_dst, rows - r8, c8);
+}
 
 void transpose32_avx2_8x8(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
   const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;

@@ -14,6 +14,7 @@ from .gelu import FuseGelu
 from .identity import RemoveIdentity
 from .layer_norm import FuseLayerNorm
 from .matmul_add import MatMulAddToGemm
+from .pad_conv import FoldPadIntoConv
 from .reshape_shapes import ConstantReshapeShapes
 from .reshapes import CollapseReshapes
 from .transposes import CollapseTransposes
@@ -23,6 +24,7 @@ PASSES: tuple[type[Pass], ...] = (
     FoldConstants,
     RemoveIdentity,
     FoldConvBatchNorm,
+    FoldPadIntoConv,
     FuseLayerNorm,
     FuseGelu,
     MatMulAddToGemm,

@@ -8,16 +8,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from onnx import helper
 
-from conv_cases import conv_cases
+from conv_cases import conv_cases, depthwise_cases
 from helpers import ISAS, assert_close, make_model, run_cpu
 from optim.ep_plugin import session
 
 N = helper.make_node
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(conv_cases())
-def test_float_convolution_matches_the_cpu_ep_on_every_isa(c):
+def _check_float_convolution(c):
     rng = np.random.default_rng(c["seed"])
     cin, cout = c["cin_g"] * c["groups"], c["cout_g"] * c["groups"]
     shape = [c["n"], cin, *c["size"]]
@@ -32,3 +30,15 @@ def test_float_convolution_matches_the_cpu_ep_on_every_isa(c):
     for isa in ISAS:
         got = session(model, fallback=False, isa=isa).run(None, {"x": x})[0]
         assert_close(got, ref, what=f"{isa} {c}")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(conv_cases())
+def test_float_convolution_matches_the_cpu_ep_on_every_isa(c):
+    _check_float_convolution(c)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(depthwise_cases())
+def test_float_depthwise_convolution_matches_the_cpu_ep_on_every_isa(c):
+    _check_float_convolution(c)

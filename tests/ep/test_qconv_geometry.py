@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from onnx import TensorProto, helper, numpy_helper
 
-from conv_cases import conv_cases
+from conv_cases import conv_cases, depthwise_cases
 from helpers import IR_VERSION, ISAS, run_cpu
 from optim.ep_plugin import placement, session
 
@@ -79,9 +79,7 @@ def _replica(x, c, p):
     return y[:, :, 0, :] if sp == 1 else y
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(conv_cases())
-def test_integer_convolution_equals_the_exact_replica_on_every_isa(c):
+def _check_integer_convolution(c):
     model, x, p = _model(c)
     want = _replica(x, c, p)
     ref = run_cpu(model, {"x": x})[0]
@@ -90,3 +88,15 @@ def test_integer_convolution_equals_the_exact_replica_on_every_isa(c):
         sess = session(model, fallback=False, isa=isa)
         assert placement(sess).integer_units == 1, (isa, c)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want, err_msg=f"{isa} {c}")
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(conv_cases())
+def test_integer_convolution_equals_the_exact_replica_on_every_isa(c):
+    _check_integer_convolution(c)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(depthwise_cases())
+def test_integer_depthwise_convolution_equals_the_exact_replica_on_every_isa(c):
+    _check_integer_convolution(c)

@@ -12,7 +12,7 @@ namespace {
 constexpr int64_t kBlock = 64;
 
 // Per image, dst (cols x rows) = transpose of src (rows x cols), in kBlock x kBlock blocks over the pool;
-// 4-byte elements through the kernel table, others here.
+// 4-byte and 1-byte elements through the kernel table, others here.
 template <typename T>
 void transpose_images(const RunContext& rc, const T* src, T* dst, int64_t images, int64_t rows, int64_t cols) {
   const int64_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
@@ -28,6 +28,8 @@ void transpose_images(const RunContext& rc, const T* src, T* dst, int64_t images
       T* d = dst + img * rows * cols + c * rows + r;
       if constexpr (sizeof(T) == 4) {
         rc.kernels.transpose32(s, cols, d, rows, nr, nc);
+      } else if constexpr (sizeof(T) == 1) {
+        rc.kernels.transpose8(s, cols, d, rows, nr, nc);
       } else {
         for (int64_t j = 0; j < nc; ++j)
           for (int64_t i = 0; i < nr; ++i) d[j * rows + i] = s[i * cols + j];

@@ -90,16 +90,7 @@ class NhwcQConvImpl : public Op {
     ep.scale_col = scale_.data();
     ep.bias_col = bias_.empty() ? nullptr : bias_.data();
     if (depthwise_) {
-      kernels::DwconvQ8Args a;
-      a.g = l.depthwise(cg_.cout);
-      a.x = in[0].data;
-      a.x_u8 = x_dtype_ == DType::kUint8;
-      a.x_zero = static_cast<float>(x_zero_);
-      a.w = dw_.data();
-      a.c = out[0].data;
-      a.ldc = cg_.cout;
-      a.ep = &ep;
-      run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout, [&](int64_t m0, int64_t m1) { rc.kernels.dwconv_q8(m0, m1, a); });
+      run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep);
       return;
     }
     const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
@@ -138,6 +129,39 @@ class NhwcQConvImpl : public Op {
   }
 
  private:
+  // Depthwise: bands of output rows over the pool; each converts the input rows its band reads to float32
+  // (x - x_zero, exact) once, into a buffer of its thread, then runs the float-summed kernel on them.
+  void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
+                     const kernels::QgemmEpilogue& ep) const {
+    const int64_t units = l.n * l.oh, per_row = l.ow * l.kh * l.kw * cg_.cout;
+    const int64_t rows_per_task = std::max<int64_t>(1, kMacsPerTask / 4 / std::max<int64_t>(per_row, 1));
+    const int64_t tasks = (units + rows_per_task - 1) / rows_per_task;
+    const uint8_t* src = static_cast<const uint8_t*>(x.data);  // one byte per element
+    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      thread_local std::vector<float> band;
+      const int64_t u1 = std::min(units, (static_cast<int64_t>(t) + 1) * rows_per_task);
+      for (int64_t u = static_cast<int64_t>(t) * rows_per_task; u < u1;) {
+        const int64_t img = u / l.oh, oy0 = u % l.oh, oy1 = std::min(l.oh, oy0 + (u1 - u));
+        const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
+        const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
+        const int64_t row = l.w * l.c;
+        band.resize(static_cast<size_t>(std::max<int64_t>((r1 - r0) * row, 1)));
+        rc.kernels.dequantize(src + (img * l.h + r0) * row, x_dtype_ == DType::kUint8, x_zero_, 1.f, band.data(), (r1 - r0) * row);
+        kernels::DwconvQ8Args a;
+        a.g = l.depthwise(cg_.cout);
+        a.g.h = r1 - r0;  // the band's rows, as an image whose top padding grows by r0
+        a.g.ph = l.ph + r0;
+        a.x = band.data();
+        a.w = dw_.data();
+        a.c = y + img * l.pixels() * cg_.cout;
+        a.ldc = cg_.cout;
+        a.ep = &ep;
+        rc.kernels.dwconv_q8(oy0 * l.ow, oy1 * l.ow, a);
+        u += oy1 - oy0;
+      }
+    });
+  }
+
   // Whether float32 sums of every depthwise channel stay exact: |x - zx| <= 255 times its weights' sum.
   bool depthwise_exact() const {
     const int64_t taps = cg_.k_dim();
