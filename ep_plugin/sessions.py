@@ -21,13 +21,15 @@ ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
 # Options OptimEP understands (passed as EP options; ORT stores them as `ep.optimep.<key>`).
 EP_OPTIONS = {
-    "isa": "kernel instruction set: auto (best this CPU runs), scalar or avx2",
+    "isa": "kernel instruction set: auto (best this CPU runs), scalar, avx2, avx512vnni or amx",
     "min_partition_nodes": "connected groups smaller than this stay on the CPU EP (default 1)",
     "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
     "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",
     "profile": "path of a JSON file of per-step times inside OptimEP's fused nodes, written when the session is "
                "released (see optim.ep_plugin.profile)",
     "profile_warmup": "with profile: each fused node's first N runs are not counted (default 0)",
+    "channels_last": "1 (default) runs convolutions and the ops around them on NHWC tensors inside each partition; "
+                     "0 keeps ONNX's NCHW layout (the direct NCHW kernels), for comparison",
 }
 
 _OPTIMIZATION = {

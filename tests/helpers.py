@@ -88,13 +88,13 @@ def rand(rng: np.random.Generator, *shape, low: float | None = None) -> np.ndarr
 
 
 def model_with_cpu_fallback(rng: np.random.Generator) -> bytes:
-    """Conv+Relu -> Resize -> Conv -> HardSigmoid, dynamic batch: two OptimEP partitions (Conv 'c1' + Relu 'r1',
-    Conv 'c2') around Resize 'up', and HardSigmoid 'hs' after them; OptimEP implements neither of those two."""
+    """Conv+Relu -> Hardmax -> Conv -> Shrink, dynamic batch: two OptimEP partitions (Conv 'c1' + Relu 'r1',
+    Conv 'c2') around Hardmax 'hm', and Shrink 'sh' after them: two ops rare enough that OptimEP leaves them
+    to the CPU EP."""
     n = helper.make_node
     return make_model(
         [n("Conv", ["x", "w1", "b1"], ["c1"], name="c1", pads=[1, 1, 1, 1]), n("Relu", ["c1"], ["r1"], name="r1"),
-         n("Resize", ["r1", "", "scales"], ["up"], name="up", mode="nearest"),
-         n("Conv", ["up", "w2"], ["c2"], name="c2", pads=[1, 1, 1, 1]), n("HardSigmoid", ["c2"], ["y"], name="hs")],
+         n("Hardmax", ["r1"], ["hm"], name="hm", axis=1),
+         n("Conv", ["hm", "w2"], ["c2"], name="c2", pads=[1, 1, 1, 1]), n("Shrink", ["c2"], ["y"], name="sh", lambd=0.5)],
         {"x": (np.float32, ["batch", 3, 32, 32])}, ["y"],
-        {"w1": rand(rng, 8, 3, 3, 3), "b1": rand(rng, 8), "w2": rand(rng, 8, 8, 3, 3),
-         "scales": np.array([1, 1, 2, 2], np.float32)})
+        {"w1": rand(rng, 8, 3, 3, 3), "b1": rand(rng, 8), "w2": rand(rng, 8, 8, 3, 3)})

@@ -43,10 +43,10 @@ def test_rows_name_every_step_and_every_cpu_ep_node(fallback_file):
     by_label = {r.nodes: r for r in prof.rows}
     # Convolutions run channels last: their inputs are NHWC.
     assert by_label["NhwcConv 'c1' + Relu 'r1'"].input_shapes == [[2, 32, 32, 3]]
-    assert by_label["NhwcConv 'c2'"].input_shapes == [[2, 64, 64, 8]]
-    assert by_label["Resize 'up'"].op == "Resize" and by_label["Resize 'up'"].input_shapes[0] == [2, 8, 32, 32]
-    assert {(s["where"], s["op"]) for s in prof.by_op()} >= {(EP_NAME, "NhwcConv"), ("CPU EP", "Resize"),
-                                                           ("CPU EP", "HardSigmoid")}
+    assert by_label["NhwcConv 'c2'"].input_shapes == [[2, 32, 32, 8]]
+    assert by_label["Hardmax 'hm'"].op == "Hardmax" and by_label["Hardmax 'hm'"].input_shapes[0] == [2, 8, 32, 32]
+    assert {(s["where"], s["op"]) for s in prof.by_op()} >= {(EP_NAME, "NhwcConv"), ("CPU EP", "Hardmax"),
+                                                           ("CPU EP", "Shrink")}
 
 
 @pytest.mark.slow
@@ -112,10 +112,10 @@ def test_cli_table_and_summary(fallback_file):
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["ms/run", "share"])
     assert lines[header].split() == ["ms/run", "share", "where", "op", "input", "shapes", "node(s)"]
     body = lines[header + 1:lines.index("by op type:")]
-    for label in ("NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'", "Resize 'up'", "HardSigmoid 'hs'"):
+    for label in ("NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'", "Hardmax 'hm'", "Shrink 'sh'"):
         assert sum(line.endswith(f"  {label}") for line in body) == 1, (label, body)
     assert any(line.startswith(f"  {EP_NAME}: NhwcConv ") for line in lines)
-    assert any(line.startswith("  CPU EP: ") and "Resize" in line and "HardSigmoid" in line for line in lines)
+    assert any(line.startswith("  CPU EP: ") and "Hardmax" in line and "Shrink" in line for line in lines)
 
 
 def test_cli_json_and_top(fallback_file):

@@ -166,6 +166,15 @@ using QAddFn = void (*)(const void* a, const void* b, const QAddParams& p, void*
 enum class BinaryOp { kAdd = 0, kSub, kMul, kDiv };
 enum class UnaryOp { kRelu = 0, kSigmoid, kTanh, kErf, kSqrt, kExp, kNeg, kAbs, kGelu, kGeluTanh };
 
+// Activations with parameters (ONNX's definitions; NaN propagates):
+//   kHardSigmoid: min(max(alpha * x + beta, 0), 1)      kHardSwish: x * HardSigmoid(x)
+//   kLeakyRelu:   x >= 0 ? x : alpha * x
+enum class ActivationOp { kHardSigmoid = 0, kHardSwish, kLeakyRelu };
+struct ActivationParams {
+  float alpha = 0.f, beta = 0.f;
+};
+using ActivationFn = void (*)(ActivationOp op, const ActivationParams& p, const float* x, float* y, int64_t n);
+
 // out[i] = a[i] op b[i] (both vectors), or with a scalar operand on the side that is a scalar.
 using BinaryVVFn = void (*)(BinaryOp op, const float* a, const float* b, float* out, int64_t n);
 using BinaryVSFn = void (*)(BinaryOp op, const float* a, float b, float* out, int64_t n);
@@ -291,6 +300,7 @@ struct KernelTable {
   Kernel<BinarySVFn> binary_sv;
   Kernel<UnaryFn> unary;
   Kernel<ClipFn> clip;
+  Kernel<ActivationFn> activation;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
   Kernel<QAddFn> qadd;

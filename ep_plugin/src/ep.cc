@@ -9,6 +9,7 @@
 #include "gelu_fusion.h"
 #include "qdq_fusion.h"
 #include "rewrites/conv_epilogue.h"
+#include "rewrites/hardswish_fusion.h"
 #include "rewrites/nhwc_layout.h"
 #include "report_file.h"
 
@@ -180,6 +181,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       fuse_qdq_adds(rg.graph, outputs);
       fold_constant_dequantize(rg.graph, outputs);
       fuse_gelu(rg.graph, outputs);
+      fuse_hardswish(rg.graph, outputs);
       if (ep->options_.channels_last) {
         to_channels_last(rg.graph, outputs);
         fuse_conv_epilogues(rg.graph, outputs);

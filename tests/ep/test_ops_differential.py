@@ -56,6 +56,15 @@ for op, low in UNARY.items():
     case(f"{op.lower()}", [N(op, ["x"], ["y"])], {"x": x}, ["y"], exact=op in ("Relu", "Neg", "Abs"))
 case("gelu", [N("Gelu", ["x"], ["y"])], {"x": rand(RNG, 4, 33)}, ["y"], opset=20)
 case("gelu_tanh", [N("Gelu", ["x"], ["y"], approximate="tanh")], {"x": rand(RNG, 4, 33)}, ["y"], opset=20)
+# Activations with parameters: defaults, MobileNetV3's 1/6 and 1/2, and x * HardSigmoid(x) (what ONNX's
+# HardSwish function inlines to), which OptimEP folds into one HardSwish step.
+case("hardsigmoid", [N("HardSigmoid", ["x"], ["y"])], {"x": rand(RNG, 3, 41) * 4}, ["y"])
+case("hardsigmoid_sixth", [N("HardSigmoid", ["x"], ["y"], alpha=1 / 6, beta=0.5)], {"x": rand(RNG, 3, 41) * 4}, ["y"])
+case("hardswish", [N("HardSwish", ["x"], ["y"])], {"x": rand(RNG, 3, 41) * 4}, ["y"], opset=14)
+case("x_times_hardsigmoid", [N("HardSigmoid", ["x"], ["h"], alpha=1 / 6, beta=0.5), N("Mul", ["x", "h"], ["y"])],
+     {"x": rand(RNG, 3, 41) * 4}, ["y"])
+case("leakyrelu", [N("LeakyRelu", ["x"], ["y"], alpha=0.1)], {"x": rand(RNG, 3, 41)}, ["y"], exact=True)
+case("leakyrelu_default", [N("LeakyRelu", ["x"], ["y"])], {"x": rand(RNG, 3, 41)}, ["y"], exact=True)
 case("clip", [N("Clip", ["x", "lo", "hi"], ["y"])], {"x": rand(RNG, 5, 21)}, ["y"],
      {"lo": np.float32(-0.5), "hi": np.float32(0.7)}, exact=True)
 case("clip_min_only", [N("Clip", ["x", "lo"], ["y"])], {"x": rand(RNG, 5, 21)}, ["y"], {"lo": np.float32(0.0)}, exact=True)

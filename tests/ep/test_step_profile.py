@@ -44,7 +44,7 @@ def test_the_file_names_every_step_and_counts_the_runs_after_the_warmup(tmp_path
         assert p["runs"] == 3
         assert all(s["total_ns"] > 0 for s in p["steps"])
     shapes = {s["label"]: s["input_shape"] for s in steps if s["op"] == "NhwcConv"}
-    assert shapes == {"NhwcConv 'c1' + Relu 'r1'": [2, 32, 32, 3], "NhwcConv 'c2'": [2, 64, 64, 8]}  # the last run's
+    assert shapes == {"NhwcConv 'c1' + Relu 'r1'": [2, 32, 32, 3], "NhwcConv 'c2'": [2, 32, 32, 8]}  # the last run's
     assert not (tmp_path / "steps.json.tmp").exists()
 
 

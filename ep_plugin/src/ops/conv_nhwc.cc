@@ -140,38 +140,55 @@ class NhwcConvImpl : public Op {
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
-    Shape y = nhwc_conv_output_shape(cg_, *in[0]);
-    if (in.size() > 3 && in[3] && broadcast_shapes(y, *in[3]) != y)
-      throw Error("the residual " + shape_str(*in[3]) + " would broadcast the output " + shape_str(y) + " to a larger shape");
-    return {y};
+    const Shape y = nhwc_conv_output_shape(cg_, *in[0]);
+    // A folded Add: the output is the Add's, its operands broadcast (the same shape almost always).
+    return {in.size() > 3 && in[3] ? broadcast_shapes(y, *in[3]) : y};
   }
 
+  // Scratch: [the convolution's own output, when a folded Add broadcasts it to a larger shape][prepared input].
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    if (depthwise_) return 0;
     const NhwcConvLayout l(cg_, *in[0]);
-    if (!l.reads_padding) return 0;
-    return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
+    size_t prepared = 0;
+    if (!depthwise_ && l.reads_padding)
+      prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
+    return separate_conv_bytes(in) + prepared;
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const float* residual = in.size() > 3 && in[3].present() ? in[3].as<float>() : nullptr;
-    if (!residual || *in[3].shape == *out[0].shape) {
-      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_);
+    const Shape conv_shape = nhwc_conv_output_shape(cg_, *in[0].shape);
+    std::vector<const Shape*> shapes;
+    for (const TensorRef& t : in) shapes.push_back(t.shape);
+    const size_t separate = separate_conv_bytes(shapes);
+    float* prepared = reinterpret_cast<float*>(static_cast<uint8_t*>(rc.scratch()) + separate);
+    if (!residual || (*in[3].shape == conv_shape && conv_shape == *out[0].shape)) {
+      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, prepared);
       return;
     }
-    // The folded Add's residual broadcasts (the fusion checked no output dim grows): the convolution
-    // alone, then the Add with numpy broadcasting, then the clamp.
+    // The folded Add's operands broadcast: the convolution alone (into the output when it has the output's
+    // shape, else into scratch), then the Add with numpy broadcasting, then the clamp.
     const float inf = std::numeric_limits<float>::infinity();
     float* y = out[0].as<float>();
-    convolve(rc, *in[0].shape, in[0].as<float>(), y, nullptr, -inf, inf);
-    for_each_broadcast<1>(*out[0].shape, {in[3].shape}, [&](int64_t o, const std::array<int64_t, 1>& off) {
-      y[o] = std::min(std::max(y[o] + residual[off[0]], lo_), hi_);
+    float* conv = separate ? static_cast<float*>(rc.scratch()) : y;
+    convolve(rc, *in[0].shape, in[0].as<float>(), conv, nullptr, -inf, inf, prepared);
+    for_each_broadcast<2>(*out[0].shape, {&conv_shape, in[3].shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
+      y[o] = std::min(std::max(conv[off[0]] + residual[off[1]], lo_), hi_);
     });
   }
 
  private:
-  // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi).
-  void convolve(const RunContext& rc, const Shape& xs, const float* x, float* y, const float* residual, float lo, float hi) const {
+  // Bytes of the convolution's own output when a folded Add's residual makes the output larger (64-aligned).
+  size_t separate_conv_bytes(const std::vector<const Shape*>& in) const {
+    if (in.size() < 4 || !in[3]) return 0;
+    const Shape conv = nhwc_conv_output_shape(cg_, *in[0]);
+    if (broadcast_shapes(conv, *in[3]) == conv) return 0;
+    return (static_cast<size_t>(shape_numel(conv)) * sizeof(float) + 63) / 64 * 64;
+  }
+
+  // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi); `prepared`: scratch for the
+  // padded input copies.
+  void convolve(const RunContext& rc, const Shape& xs, const float* x, float* y, const float* residual, float lo, float hi,
+                float* prepared) const {
     const NhwcConvLayout l(cg_, xs);
     if (l.n == 0 || l.pixels() == 0) return;
     kernels::ConvF32Epilogue ep;
@@ -215,7 +232,6 @@ class NhwcConvImpl : public Op {
       gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
       return;
     }
-    float* prepared = static_cast<float*>(rc.scratch());
     const int64_t per = l.prepared_elems(cin_g), turn = images_per_turn(l);
     for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
       const int64_t images = std::min(turn, l.n - i0);

@@ -151,6 +151,31 @@ class ClipImpl : public Op {
   float lo_, hi_;
 };
 
+// HardSigmoid, HardSwish, LeakyRelu: activations with parameters (alpha, beta).
+class ActivationImpl : public Op {
+ public:
+  ActivationImpl(kernels::ActivationOp op, kernels::ActivationParams p) : op_(op), p_(p) {}
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {*in[0]}; }
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const float* x = in[0].as<float>();
+    float* y = out[0].as<float>();
+    parallel_chunks(rc, in[0].numel(), [&](int64_t s, int64_t e) { rc.kernels.activation(op_, p_, x + s, y + s, e - s); });
+  }
+
+ private:
+  kernels::ActivationOp op_;
+  kernels::ActivationParams p_;
+};
+
+std::unique_ptr<Op> create_activation(const Node& n, const Graph&) {
+  using kernels::ActivationOp;
+  if (n.op == "LeakyRelu") return std::make_unique<ActivationImpl>(ActivationOp::kLeakyRelu, kernels::ActivationParams{n.attr_f("alpha", 0.01f), 0.f});
+  // HardSwish has no attributes (alpha 1/6, beta 1/2); the fusion of x * HardSigmoid(x) keeps the HardSigmoid's.
+  const bool swish = n.op == "HardSwish";
+  const kernels::ActivationParams p{n.attr_f("alpha", swish ? 1.f / 6.f : 0.2f), n.attr_f("beta", 0.5f)};
+  return std::make_unique<ActivationImpl>(swish ? ActivationOp::kHardSwish : ActivationOp::kHardSigmoid, p);
+}
+
 BinaryOp binary_kind(const std::string& op) {
   if (op == "Add") return BinaryOp::kAdd;
   if (op == "Sub") return BinaryOp::kSub;
@@ -215,6 +240,9 @@ std::vector<OpDef> elementwise_op_defs() {
       {"Abs", 6, 13, check_unary, create_unary},
       {"Gelu", 20, 20, check_unary, create_unary},
       {"Clip", 6, 13, check_clip, create_clip},
+      {"HardSigmoid", 6, 22, check_unary, create_activation},
+      {"HardSwish", 14, 22, check_unary, create_activation},
+      {"LeakyRelu", 6, 16, check_unary, create_activation},
   };
 }
 

@@ -80,11 +80,30 @@ class TransposeImpl : public Op {
     // Stride in X of each output dim; the last output dim is the inner loop.
     std::vector<int64_t> st(r);
     for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(p[i])];
-    const float* x = in[0].as<float>();
-    float* y = out[0].as<float>();
-    const int64_t inner = r ? ys[r - 1] : 1;
-    const int64_t inner_stride = r ? st[r - 1] : 1;
-    const int64_t rows = inner ? out[0].numel() / inner : 0;
+    switch (dtype_size(in[0].dtype)) {  // moves elements of any fixed size
+      case 1: return move<uint8_t>(rc, in[0], out[0], st);
+      case 2: return move<uint16_t>(rc, in[0], out[0], st);
+      case 4: return move<uint32_t>(rc, in[0], out[0], st);
+      case 8: return move<uint64_t>(rc, in[0], out[0], st);
+      default: throw Error(std::string("cannot transpose elements of type ") + dtype_name(in[0].dtype));
+    }
+  }
+
+ private:
+  // Output row by output row; `st`: the stride in X of each output dim.
+  template <typename T>
+  static void move(const RunContext& rc, const TensorRef& in, const TensorOut& out, const std::vector<int64_t>& st) {
+    const size_t r = st.size();
+    const Shape& ys = *out.shape;
+    const T* x = in.as<T>();
+    T* y = out.as<T>();
+    if (r == 0) {  // a scalar
+      y[0] = x[0];
+      return;
+    }
+    const int64_t inner = ys[r - 1];
+    const int64_t inner_stride = st[r - 1];
+    const int64_t rows = inner ? out.numel() / inner : 0;
     rc.parallel_for(rows > 4096 ? 16 : 1, [&](size_t t) {
       const int64_t per = (rows + (rows > 4096 ? 16 : 1) - 1) / (rows > 4096 ? 16 : 1);
       const int64_t b = static_cast<int64_t>(t) * per, e = std::min(rows, b + per);
@@ -94,13 +113,12 @@ class TransposeImpl : public Op {
           off += (rem % ys[i]) * st[i];
           rem /= ys[i];
         }
-        float* yr = y + row * inner;
+        T* yr = y + row * inner;
         for (int64_t j = 0; j < inner; ++j) yr[j] = x[off + j * inner_stride];
       }
     });
   }
 
- private:
   std::vector<int64_t> perm_for(size_t rank) const {
     std::vector<int64_t> p = perm_;
     if (p.empty()) {  // default: reverse the dims
@@ -235,7 +253,7 @@ std::vector<OpDef> shape_op_defs() {
       {"Identity", 1, 25, check_moved_data, create_identity},
       {"Squeeze", 1, 25, check_squeeze, create_squeeze, second_input_is_shape},
       {"Unsqueeze", 1, 25, check_squeeze, create_unsqueeze, second_input_is_shape},
-      {"Transpose", 1, 25, check_data_input, create_transpose},
+      {"Transpose", 1, 25, check_moved_data, create_transpose},
   };
 }
 

@@ -34,6 +34,30 @@ const std::map<std::string, std::string>& pool_ops() {
   return ops;
 }
 
+// Reductions over listed axes; with keepdims they keep the rank, so their axes can be re-laid.
+const std::set<std::string>& reduce_ops() {
+  static const std::set<std::string> ops = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceL1",
+                                            "ReduceL2", "ReduceSumSquare"};
+  return ops;
+}
+
+// The NHWC position of NCHW axis `axis` (negative allowed) at rank r.
+int64_t nhwc_axis(int64_t axis, int64_t r) {
+  if (axis < 0) axis += r;
+  return axis == 0 ? 0 : axis == 1 ? r - 1 : axis - 1;
+}
+
+// Whether `perm` moves channels last ([0, 2, ..., r-1, 1]) or first ([0, r-1, 1, ..., r-2]).
+bool perm_is(const std::vector<int64_t>& perm, bool channels_last) {
+  const int64_t r = static_cast<int64_t>(perm.size());
+  if (r < 3 || perm[0] != 0) return false;
+  for (int64_t i = 1; i < r; ++i) {
+    const int64_t want = channels_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
+    if (perm[static_cast<size_t>(i)] != want) return false;
+  }
+  return true;
+}
+
 // NCHW shape -> NHWC shape (channels moved last).
 Shape nhwc_shape(const Shape& s) {
   Shape out = s;
@@ -160,9 +184,13 @@ class Rewriter {
     const Node* p = producer(v);
     return is_internal(p, "ToNchw") ? p->inputs[0] : "";
   }
-  // The NHWC form of `v`, adding a ToNhwc if there is none yet.
+  // The NHWC form of `v`, adding a ToNhwc if there is none yet. A Transpose that moved channels first
+  // (a model's own channels-last block ending, as ConvNeXt writes) gives its input back.
   std::string nhwc_of(const std::string& v) {
     if (std::string s = nhwc_source(v); !s.empty()) return s;
+    const Node* p = producer(v);
+    if (p && is_onnx(*p) && p->op == "Transpose" && perm_is(p->attr_ints("perm"), false) && rank(p->inputs[0]) >= 3)
+      return p->inputs[0];
     auto it = to_nhwc_.find(v);
     if (it != to_nhwc_.end()) return it->second;
     const std::string out = add_nhwc_value(v);
@@ -200,8 +228,10 @@ class Rewriter {
   // --- cancellation: ToNhwc of a ToNchw output reads the NHWC value itself ----------------------------------
   bool cancel(size_t i) {
     const Node& n = g_.nodes[i];
-    if (!is_internal(&n, "ToNhwc")) return false;
+    const bool transpose = is_onnx(n) && n.op == "Transpose" && perm_is(n.attr_ints("perm"), true);
+    if (!is_internal(&n, "ToNhwc") && !transpose) return false;
     const std::string src = nhwc_source(n.inputs[0]), out = n.outputs[0];
+    if (outputs_.count(out)) return false;  // a partition output keeps its producer
     for (size_t r : readers(out))
       for (auto& in : g_.nodes[r].inputs)
         if (in == out) in = src;
@@ -244,6 +274,8 @@ class Rewriter {
       data = {0};
     } else if (binary_ops().count(n.op) || n.op == "Concat") {
       for (size_t k = 0; k < n.inputs.size(); ++k) data.push_back(k);
+    } else if (reduce_ops().count(n.op)) {
+      return move_reduce(i);
     } else {
       return false;
     }
@@ -293,14 +325,62 @@ class Rewriter {
     return true;
   }
 
-  // ToNchw / ToNhwc whose output nobody reads (and that is no partition output) go away.
+  // A reduction with keepdims (same rank) and constant axes: the axes re-laid, attribute or input.
+  bool move_reduce(size_t i) {
+    Node& n = g_.nodes[i];
+    if (n.attr_i("keepdims", 1) != 1 || n.outputs.size() != 1) return false;
+    const std::string src = nhwc_source(n.inputs[0]);
+    const size_t r = rank(n.inputs[0]);
+    if (src.empty() || r < 3) return false;
+    const int64_t rr = static_cast<int64_t>(r);
+    std::string axes_name;
+    std::vector<int64_t> axes;
+    if (n.has_input(1)) {
+      const Tensor* t = g_.constant(n.inputs[1]);
+      if (!t || t->dtype != DType::kInt64) return false;
+      axes = t->as_int64();
+    } else if (n.has_attr("axes")) {
+      axes = n.attr_ints("axes");
+    } else {
+      if (n.attr_i("noop_with_empty_axes", 0)) return false;  // no axes: all of them, any layout
+    }
+    for (auto& a : axes) {
+      if (a < -rr || a >= rr) return false;
+      a = nhwc_axis(a, rr);
+    }
+    if (n.has_input(1)) {
+      Tensor t;
+      t.dtype = DType::kInt64;
+      t.shape = {static_cast<int64_t>(axes.size())};
+      t.bytes.resize(axes.size() * sizeof(int64_t));
+      std::memcpy(t.bytes.data(), axes.data(), t.bytes.size());
+      axes_name = fresh(n.inputs[1] + "/nhwc");
+      g_.constants[axes_name] = t;
+      g_.values[axes_name] = ValueInfo{axes_name, DType::kInt64, true, t.shape, true};
+      n.inputs[1] = axes_name;
+    } else if (n.has_attr("axes")) {
+      n.attrs["axes"].ints = axes;
+    }
+    n.inputs[0] = src;
+    const std::string out = n.outputs[0], nhwc = add_nhwc_value(out);
+    g_.nodes[i].outputs[0] = nhwc;
+    add_node(layout_node("ToNchw", nhwc, out));
+    ++report_.moved;
+    return true;
+  }
+
+  // Nodes whose outputs nobody reads any more (and that are no partition outputs) go away: layout changes
+  // left behind, and a model's own Transposes that nhwc_of() looked through.
   void drop_unread_layout_changes() {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < g_.nodes.size(); ++i) {
         const Node& n = g_.nodes[i];
-        if (dead_[i] || !(is_internal(&n, "ToNchw") || is_internal(&n, "ToNhwc"))) continue;
-        if (outputs_.count(n.outputs[0]) || !readers(n.outputs[0]).empty()) continue;
+        if (dead_[i]) continue;
+        bool unread = true;
+        for (const auto& o : n.outputs)
+          if (!o.empty() && (outputs_.count(o) || !readers(o).empty())) unread = false;
+        if (!unread) continue;
         dead_[i] = true;
         changed = true;
       }

@@ -1,0 +1,115 @@
+"""The channels-last rewrite inside a partition (rewrites/nhwc_layout.cc, conv_epilogue.cc): convolutions
+run on NHWC tensors and so do the ops around them, so the layout changes only at the region's edges; the
+results match ONNX Runtime's CPU EP on every ISA, with the NCHW form (channels_last=0) as a second witness.
+Each test names the steps it expects, so a rewrite that stops firing (or fires wrongly) fails here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from helpers import ISAS, assert_close, make_model, rand, run_cpu
+from optim.ep_plugin import placement, session
+
+N = helper.make_node
+RNG = np.random.default_rng(77)
+
+
+def _steps(sess) -> list[str]:
+    compiled = placement(sess).compiled
+    assert len(compiled) == 1, compiled
+    return next(iter(compiled.values()))
+
+
+def _ops(steps: list[str]) -> list[str]:
+    return [s.split(" ")[0] for s in steps]
+
+
+def _check(model: bytes, feeds: dict, **options) -> list[str]:
+    ref = run_cpu(model, feeds)
+    steps = None
+    for isa in ISAS:
+        for layout in ("1", "0"):
+            sess = session(model, fallback=False, isa=isa, channels_last=layout, **options)
+            for got, want in zip(sess.run(None, feeds), ref):
+                assert_close(got, want, what=f"{isa} channels_last={layout}")
+            if layout == "1":
+                steps = _steps(sess)
+    return steps
+
+
+def _resnet_block() -> bytes:
+    """Conv-Relu-MaxPool, a residual block (Conv-Relu-Conv + identity, Relu), GAP, Flatten, Gemm."""
+    return make_model(
+        [N("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], name="c0"), N("Relu", ["c0"], ["r0"], name="r0"),
+         N("MaxPool", ["r0"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], name="pool"),
+         N("Conv", ["p", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="c1"), N("Relu", ["c1"], ["r1"], name="r1"),
+         N("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="c2"), N("Add", ["c2", "p"], ["s"], name="add"),
+         N("Relu", ["s"], ["r2"], name="r2"), N("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+         N("Flatten", ["g"], ["f"], name="flat"), N("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")],
+        {"x": (np.float32, [2, 3, 20, 20])}, ["y"],
+        {"w0": rand(RNG, 16, 3, 3, 3), "b0": rand(RNG, 16), "w1": rand(RNG, 16, 16, 3, 3), "b1": rand(RNG, 16),
+         "w2": rand(RNG, 16, 16, 3, 3), "b2": rand(RNG, 16), "wf": rand(RNG, 10, 16), "bf": rand(RNG, 10)})
+
+
+def test_a_residual_network_changes_layout_only_at_its_edges():
+    steps = _check(_resnet_block(), {"x": rand(RNG, 2, 3, 20, 20)})
+    assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcMaxPool", "NhwcConv", "NhwcConv", "NhwcGlobalAveragePool",
+                           "ToNchw", "Flatten", "Gemm"], steps
+    # The block's second conv absorbed the residual Add and the Relu after it.
+    assert "NhwcConv 'c2' + Add 'add' + Relu 'r2'" in steps and "NhwcConv 'c0' + Relu 'r0'" in steps
+
+
+def test_without_channels_last_the_convolutions_stay_nchw():
+    sess = session(_resnet_block(), fallback=False, channels_last="0")
+    assert not any(s.startswith(("Nhwc", "ToNhwc", "ToNchw")) for s in _steps(sess))
+
+
+def test_squeeze_excite_concat_and_hardswish_stay_channels_last():
+    """MobileNetV3-style: conv, x * HardSigmoid(x), squeeze-excite (ReduceMean over H, W; two 1x1 convs;
+    HardSigmoid; Mul), a Concat of two branches on the channel axis, then a conv."""
+    model = make_model(
+        [N("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1], name="c0"),
+         N("HardSigmoid", ["c0"], ["hs"], alpha=1 / 6, beta=0.5, name="hs"), N("Mul", ["c0", "hs"], ["a"], name="swish"),
+         N("ReduceMean", ["a", "axes"], ["m"], keepdims=1, name="mean"), N("Conv", ["m", "w1"], ["s1"], name="se1"),
+         N("Relu", ["s1"], ["s2"], name="se_relu"), N("Conv", ["s2", "w2"], ["s3"], name="se2"),
+         N("HardSigmoid", ["s3"], ["s4"], alpha=1 / 6, beta=0.5, name="gate"), N("Mul", ["a", "s4"], ["e"], name="excite"),
+         N("Conv", ["x", "w3"], ["b"], pads=[1, 1, 1, 1], name="branch"), N("Concat", ["e", "b"], ["cat"], axis=1, name="cat"),
+         N("Conv", ["cat", "w4"], ["y"], name="out")],
+        {"x": (np.float32, [1, 4, 9, 11])}, ["y"],
+        {"w0": rand(RNG, 8, 4, 3, 3), "axes": np.array([2, 3], np.int64), "w1": rand(RNG, 4, 8, 1, 1),
+         "w2": rand(RNG, 8, 4, 1, 1), "w3": rand(RNG, 5, 4, 3, 3), "w4": rand(RNG, 6, 13, 1, 1)}, opset=18)
+    steps = _check(model, {"x": rand(RNG, 1, 4, 9, 11)})
+    assert _ops(steps).count("ToNhwc") == 1 and _ops(steps).count("ToNchw") == 1, steps
+    assert "HardSwish 'swish'" in steps, steps
+
+
+def test_a_models_own_channels_last_transposes_cancel_out():
+    """ConvNeXt-style: depthwise conv, Transpose to channels last, LayerNorm and a Linear over channels,
+    Transpose back, then a conv: the two Transposes and the layout changes between them all vanish."""
+    model = make_model(
+        [N("Conv", ["x", "wd"], ["d"], group=8, pads=[1, 1, 1, 1], name="dw"),
+         N("Transpose", ["d"], ["t"], perm=[0, 2, 3, 1], name="to_last"),
+         N("LayerNormalization", ["t", "gamma", "beta"], ["ln"], axis=-1, name="ln"),
+         N("MatMul", ["ln", "wl"], ["l"], name="linear"), N("Transpose", ["l"], ["u"], perm=[0, 3, 1, 2], name="to_first"),
+         N("Conv", ["u", "wc"], ["y"], name="pw")],
+        {"x": (np.float32, [2, 8, 6, 7])}, ["y"],
+        {"wd": rand(RNG, 8, 1, 3, 3), "gamma": rand(RNG, 8), "beta": rand(RNG, 8), "wl": rand(RNG, 8, 12),
+         "wc": rand(RNG, 5, 12, 1, 1)})
+    steps = _check(model, {"x": rand(RNG, 2, 8, 6, 7)})
+    assert _ops(steps) == ["ToNhwc", "NhwcConv", "LayerNormalization", "MatMul", "NhwcConv", "ToNchw"], steps
+
+
+@pytest.mark.parametrize("shape", [[1, 16, 5, 5], [3, 16, 5, 5]])
+def test_a_residual_that_broadcasts_is_added_after_the_convolution(shape):
+    """Add(conv_a, conv_b) whose batch dims are both dynamic (and differ at run time): one conv absorbs the Add
+    and the Relu; at run time its output or the residual broadcasts into the larger shape."""
+    model = make_model(
+        [N("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="c"), N("Conv", ["r", "w2"], ["rc"], name="rc"),
+         N("Add", ["c", "rc"], ["s"], name="add"), N("Relu", ["s"], ["y"], name="relu")],
+        {"x": (np.float32, ["n", 4, 5, 5]), "r": (np.float32, ["m", 16, 5, 5])}, ["y"],
+        {"w": rand(RNG, 16, 4, 3, 3), "w2": rand(RNG, 16, 16, 1, 1)})
+    feeds = {"x": rand(RNG, 3, 4, 5, 5), "r": rand(RNG, *shape)}
+    steps = _check(model, feeds)
+    assert sum(s.endswith(" + Add 'add' + Relu 'relu'") for s in steps) == 1, steps
