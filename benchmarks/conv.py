@@ -203,7 +203,8 @@ def main(argv=None) -> int:
                          if best in timed["stats"] else "") + f" ({timed['runs']} runs)", flush=True)
     if not args.no_markdown:
         shown = " ".join(argv if argv is not None else sys.argv[1:])
-        lines = ["", f"Command: `make bench  # = .venv/bin/python benchmarks/conv.py {shown}`".rstrip() + "  ",
+        command = f"make bench  # = .venv/bin/python benchmarks/conv.py {shown}".strip()
+        lines = ["", f"Command: `{command}`  ",
                  f"Machine: {cpu_model()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; batch 1, "
                  f"{args.threads} intra-op threads (no spinning); OptimEP ISAs this machine runs: {', '.join(isas)}.  ",
                  f"Peak ({peak.threads} threads): fp32 {peak.fp32_gflops:.0f} GFLOP/s ({peak.fp32_kernel}), int8 "
