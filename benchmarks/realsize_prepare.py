@@ -7,7 +7,8 @@ Files live in CACHE/<model>-<key>/, where the key hashes everything that decides
 registry entry and quantization recipe, the package versions (torch, transformers, onnx, ...) and
 the source of optim's models, exporter and optimizer. A rerun with the same key skips the stages
 already done; a change to any of those makes a new folder. A failed stage is not cached (a rerun
-tries it again). When optimizing fails the unoptimized export is timed instead; when quantizing
+tries it again); the model's folders of other keys are removed (a BERT-base folder holds about
+1 GB). When optimizing fails the unoptimized export is timed instead; when quantizing
 fails there is no int8 model; both failures are recorded.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
@@ -141,6 +143,9 @@ def _stage(state: _State, stage: str, output: Path, work, say) -> dict:
 def prepare(name: str, cache: Path, say=print, rebuild: bool = False) -> Prepared:
     """The model's fp32 (optimized) and int8 files, from the cache or made now; see the module doc."""
     folder = model_folder(cache, name)
+    for stale in cache.glob(f"{name}-*"):
+        if stale != folder and stale.is_dir():
+            shutil.rmtree(stale)
     folder.mkdir(parents=True, exist_ok=True)
     if rebuild:
         (folder / "prepared.json").unlink(missing_ok=True)
