@@ -66,6 +66,9 @@ clean:
 	rm -rf build build-asan $(ARTIFACTS)
 
 # The benchmark suite: rewrites the tables in benchmarks/BENCHMARKS.md (needs a quiet machine).
+# realsize.py caches its exported, optimized and quantized models in benchmarks/.cache/.
 bench: install
 	$(BIN)/python benchmarks/run.py --json benchmarks/results.json
 	$(BIN)/python benchmarks/gemm.py
+	$(BIN)/python benchmarks/realsize.py --json benchmarks/realsize.json
+	$(BIN)/python benchmarks/conv.py

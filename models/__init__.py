@@ -1,4 +1,5 @@
-"""The reference model zoo: small PyTorch models used by tests, the demo and the benchmarks.
+"""The reference model zoo: small PyTorch models used by tests, the demo and the benchmarks (ZOO),
+MiniLM (EXTRA), and published architectures at their real size for the benchmarks (REALSIZE).
 
     from optim.models import ZOO, get, example_inputs
     entry = get("cnn")
@@ -17,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXTRA", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
+__all__ = ["EXTRA", "REALSIZE", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
 
 # (name, shape, dtype string as numpy spells it: "float32", "int64")
 InputInfo = tuple[str, tuple[int, ...], str]
@@ -108,11 +109,43 @@ EXTRA: dict[str, ZooEntry] = {
 }
 
 
+def _image(name: str, factory: str, description: str, size: int = 224) -> ZooEntry:
+    return ZooEntry(name=name, factory=LazyFactory(factory), inputs=[("x", (1, 3, size, size), "float32")],
+                    dynamic={"x": {0: "batch"}}, description=description)
+
+
+# Published architectures at their real size, with random weights (no download): what
+# benchmarks/realsize.py times. transformers builds most from their configs (models/hf.py);
+# MobileNetV3 is written out in models/mobilenetv3.py. Too slow to export for the unit tests.
+REALSIZE: dict[str, ZooEntry] = {
+    e.name: e
+    for e in [
+        _image("resnet18", ".hf:resnet18", "ResNet-18, 1000 classes"),
+        _image("resnet50", ".hf:resnet50", "ResNet-50, 1000 classes"),
+        _image("mobilenetv2", ".hf:mobilenetv2", "MobileNetV2 1.0, 1001 classes"),
+        _image("mobilenetv3_small", ".mobilenetv3:build_small", "MobileNetV3-small, 1000 classes"),
+        _image("mobilenetv3_large", ".mobilenetv3:build_large", "MobileNetV3-large, 1000 classes"),
+        _image("efficientnet_b0", ".hf:efficientnet_b0", "EfficientNet-B0, 1000 classes"),
+        _image("convnext_tiny", ".hf:convnext_tiny", "ConvNeXt-T, 1000 classes"),
+        _image("vit_b16", ".hf:vit_b16", "ViT-B/16, 12 layers, hidden 768, 1000 classes"),
+        ZooEntry(
+            name="bert_base",
+            factory=LazyFactory(".hf:bert_base"),
+            inputs=[("input_ids", (1, 128), "int64"), ("attention_mask", (1, 128), "int64")],
+            dynamic={"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}},
+            description="BERT-base encoder (12 layers, hidden 768), last hidden states, sequence 128",
+            int_ranges={"input_ids": (1000, 30000), "attention_mask": (1, 2)},
+        ),
+        _image("segformer_b0", ".hf:segformer_b0", "SegFormer-B0, 150 classes, logits at 1/4 resolution", size=512),
+    ]
+}
+
+
 def get(name: str) -> ZooEntry:
-    """The zoo (or extra) entry called `name`; KeyError naming the known models otherwise."""
-    entry = ZOO.get(name) or EXTRA.get(name)
+    """The zoo (extra, or real-size) entry called `name`; KeyError naming the known models otherwise."""
+    entry = ZOO.get(name) or EXTRA.get(name) or REALSIZE.get(name)
     if entry is None:
-        raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(sorted(ZOO) + sorted(EXTRA))}")
+        raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(sorted(ZOO) + sorted(EXTRA) + sorted(REALSIZE))}")
     return entry
 
 

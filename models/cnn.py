@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
-from .seeding import seeded
+from .seeding import randomize_batchnorm, seeded
 
 
 def _conv_bn(c_in: int, c_out: int, kernel: int, stride: int) -> list[nn.Module]:
@@ -49,21 +48,9 @@ class SmallResNet(nn.Module):
         return self.head(self.block2(self.block1(x)))
 
 
-def _randomize_batchnorm(model: nn.Module) -> None:
-    # Fresh BatchNorm is the identity in eval mode (mean 0, var 1, scale 1, shift 0), which would
-    # let a broken BN export or Conv+BN fold pass unnoticed; give every statistic a real value.
-    with torch.no_grad():
-        for bn in model.modules():
-            if isinstance(bn, nn.BatchNorm2d):
-                bn.running_mean.normal_(0.0, 0.2)
-                bn.running_var.uniform_(0.5, 2.0)
-                bn.weight.uniform_(0.5, 1.5)
-                bn.bias.normal_(0.0, 0.2)
-
-
 def build() -> SmallResNet:
     """The zoo's cnn in eval mode, with the same random weights and BN statistics on every call."""
     with seeded(0):
         model = SmallResNet()
-        _randomize_batchnorm(model)
+        randomize_batchnorm(model)
     return model.eval()

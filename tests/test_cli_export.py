@@ -15,8 +15,9 @@ from click.testing import CliRunner
 
 import optimtest_factories as factories
 from optim.cli import main
+from optim.models import REALSIZE
 
-ZOO_NAMES = "mlp, cnn, transformer, minilm"
+ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE])
 REPORT_KEYS = {"output", "check", "max_abs", "max_rel", "tolerance", "atol", "rtol", "passed", "problem"}
 
 

@@ -36,7 +36,7 @@ def test_registry_lists_the_three_models_and_names_them_on_a_typo():
     assert set(ZOO) == {"mlp", "cnn", "transformer"}
     assert all(get(name).name == name for name in ZOO)
     with pytest.raises(KeyError, match="the zoo has cnn, mlp, transformer"):
-        get("resnet50")
+        get("alexnet")
     with pytest.raises(dataclasses.FrozenInstanceError):
         get("mlp").name = "other"
 
