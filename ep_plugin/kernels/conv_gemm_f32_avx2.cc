@@ -74,8 +74,8 @@ constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4
 }  // namespace
 
 void conv_gemm_f32_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& g) {
-  for (int64_t p = p0; p < p1; ++p)
-    for (int64_t m = m0; m < m1; m += kRows) kTiles[std::min<int64_t>(kRows, m1 - m)](g, m, p);
+  for_each_conv_tile(m0, m1, p0, p1, kRows, 1, g.a.taps * g.a.k_tap * 16 * 4,
+                     [&](int64_t m, int64_t rows, int64_t p, int64_t) { kTiles[rows](g, m, p); });
 }
 
 }  // namespace optim::kernels

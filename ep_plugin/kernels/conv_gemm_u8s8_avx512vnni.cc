@@ -78,13 +78,8 @@ constexpr TileFn<NP> kTiles[kRows + 1] = {nullptr, tile<1, NP>, tile<2, NP>, til
 }  // namespace
 
 void conv_gemm_u8s8_avx512vnni_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmQ8Args& g) {
-  for (int64_t p = p0; p < p1; p += 2) {
-    const bool two = p + 1 < p1;
-    for (int64_t m = m0; m < m1; m += kRows) {
-      const int64_t rows = std::min<int64_t>(kRows, m1 - m);
-      (two ? kTiles<2>[rows] : kTiles<1>[rows])(g, m, p);
-    }
-  }
+  for_each_conv_tile(m0, m1, p0, p1, kRows, 2, g.a.taps * g.a.k_tap * 16,
+                     [&](int64_t m, int64_t rows, int64_t p, int64_t np) { (np == 2 ? kTiles<2>[rows] : kTiles<1>[rows])(g, m, p); });
 }
 
 }  // namespace optim::kernels

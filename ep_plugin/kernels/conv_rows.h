@@ -2,6 +2,8 @@
 // kernel so that they read the same pixels. One division per call, then the pixel walks forward.
 #pragma once
 
+#include <algorithm>
+
 #include "kernel_table.h"
 
 namespace optim::kernels {
@@ -25,6 +27,23 @@ inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t*
       }
     }
   }
+}
+
+// The order the tiles of rows [m0, m1) x panels [p0, p1) go in: tile(m, rows, p, panels), `rows` <= mr,
+// `panels` <= np. When the panels' weights fit in cache (short K: 1x1 and early layers), each block of rows
+// runs across every panel, so an input row is read once and an output row written whole before moving on;
+// otherwise (long K) each group of panels runs down every row, so each weight panel is read once.
+template <typename Tile>
+inline void for_each_conv_tile(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t mr, int64_t np, int64_t panel_bytes,
+                               const Tile& tile) {
+  constexpr int64_t kWeightsInCacheBytes = 256 << 10;
+  if ((p1 - p0) * panel_bytes <= kWeightsInCacheBytes) {
+    for (int64_t m = m0; m < m1; m += mr)
+      for (int64_t p = p0; p < p1; p += np) tile(m, std::min(mr, m1 - m), p, std::min(np, p1 - p));
+    return;
+  }
+  for (int64_t p = p0; p < p1; p += np)
+    for (int64_t m = m0; m < m1; m += mr) tile(m, std::min(mr, m1 - m), p, std::min(np, p1 - p));
 }
 
 // Columns of C in panel p (16 wide) that exist: n - 16p, at most 16.

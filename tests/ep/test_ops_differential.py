@@ -40,6 +40,12 @@ case("matmul_broadcast_batch", [N("MatMul", ["a", "b"], ["y"])],
 case("matmul_vec_mat", [N("MatMul", ["a", "b"], ["y"])], {"a": rand(RNG, 8), "b": rand(RNG, 8, 5)}, ["y"])
 case("matmul_mat_vec", [N("MatMul", ["a", "b"], ["y"])], {"a": rand(RNG, 3, 8), "b": rand(RNG, 8)}, ["y"])
 
+# --- pooling with a window larger than the input (transformers' EfficientNet: AvgPool2d(1280, ceil_mode=True)) ---
+case("avgpool_window_past_input", [N("AveragePool", ["x"], ["y"], kernel_shape=[1280, 1280], strides=[1280, 1280],
+                                     ceil_mode=1, count_include_pad=1)], {"x": rand(RNG, 2, 8, 7, 7)}, ["y"])
+case("maxpool_window_past_input", [N("MaxPool", ["x"], ["y"], kernel_shape=[9, 9], strides=[9, 9], ceil_mode=1)],
+     {"x": rand(RNG, 1, 3, 7, 5)}, ["y"], exact=True)
+
 # --- element-wise ------------------------------------------------------------------------------
 for op in ["Add", "Sub", "Mul", "Div"]:
     for name, sa, sb in [("same", (3, 37), (3, 37)), ("scalar", (4, 9), ()), ("row", (5, 19), (19,)),

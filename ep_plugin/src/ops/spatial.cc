@@ -43,9 +43,11 @@ WindowGeometry resolve_window(const WindowAttrs& w, const std::vector<int64_t>& 
     const int64_t pb = w.auto_pad == "VALID" ? 0 : w.pads[i];
     const int64_t pe = w.auto_pad == "VALID" ? 0 : w.pads[i + r];
     const int64_t span = in[i] + pb + pe - eff;
-    if (span < 0)
+    // With ceil_mode a window larger than the input still gives ceil(span / stride) + 1 windows (ONNX Runtime's
+    // rule; transformers' EfficientNet pools 7x7 with a 1280 window), each clipped to the input.
+    if (span < 0 && !(w.ceil_mode && -span < w.strides[i]))
       throw Error("window " + std::to_string(eff) + " is larger than the padded input " + std::to_string(in[i] + pb + pe));
-    int64_t out = (w.ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] : span / w.strides[i]) + 1;
+    int64_t out = span < 0 ? 1 : (w.ceil_mode ? (span + w.strides[i] - 1) / w.strides[i] : span / w.strides[i]) + 1;
     // With ceil_mode, the last window must start inside the input or left padding (ONNX rule).
     if (w.ceil_mode && (out - 1) * w.strides[i] >= in[i] + pb) --out;
     g.pad_begin[i] = pb;
