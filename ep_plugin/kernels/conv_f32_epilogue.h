@@ -18,6 +18,7 @@ inline void conv_f32_store_scalar(const float* acc, int64_t cols, int64_t m, int
     if (ep.residual) v += ep.residual[m * ep.ld_residual + j0 + j];
     v = std::max(v, ep.lo);  // NaN stays NaN: std::max returns its first argument when unordered
     v = std::min(v, ep.hi);
+    if (ep.has_act) activation_f32_scalar(ep.act, ep.act_params, &v, &v, 1);
     c[m * ldc + j0 + j] = v;
   }
 }

@@ -8,6 +8,7 @@
 
 #include "conv_f32_epilogue.h"
 #include "conv_rows.h"
+#include "math_avx2.h"
 
 namespace optim::kernels {
 namespace {
@@ -18,7 +19,8 @@ inline __m256 finish(__m256 v, const float* bias, const float* residual, const C
   if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
   if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual));
   v = _mm256_max_ps(_mm256_set1_ps(ep.lo), v);  // NaN stays (second operand)
-  return _mm256_min_ps(_mm256_set1_ps(ep.hi), v);
+  v = _mm256_min_ps(_mm256_set1_ps(ep.hi), v);
+  return ep.has_act ? activation256(ep.act, ep.act_params, v) : v;
 }
 
 template <int MR>

@@ -1,13 +1,15 @@
 // AVX-512 NHWC convolution GEMM on float32 (kernel_table.h, ConvGemmF32Args): 8 output pixels by 32 output
 // channels (two 16-column panels), 16 zmm accumulators. Per K value, two panel loads and one broadcast
 // per pixel feed 16 FMAs; the pixels' row pointers move by tap, so one kernel serves every stride,
-// dilation and kernel size. The epilogue (bias, residual, clamp) runs in registers, masked at C's edge.
+// dilation and kernel size. The epilogue (bias, residual, clamp, activation) runs in registers, masked at
+// C's edge.
 // Compiled with -mavx512f (and the VNNI set); only called when the CPU reports AVX-512 (kernel_table.cc).
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "conv_rows.h"
+#include "math_avx512.h"
 
 namespace optim::kernels {
 namespace {
@@ -23,6 +25,7 @@ inline void store(__m512 v, int64_t m, int64_t j0, int64_t cols, const ConvGemmF
   if (ep.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j0));
   v = _mm512_max_ps(_mm512_set1_ps(ep.lo), v);  // max/min return the second operand on NaN: NaN stays
   v = _mm512_min_ps(_mm512_set1_ps(ep.hi), v);
+  if (ep.has_act) v = activation512(ep.act, ep.act_params, v);
   _mm512_mask_storeu_ps(g.c + m * g.ldc + j0, k, v);
 }
 

@@ -32,6 +32,7 @@ CpuFeatures detect() {
   f.avx512bw = zmm_saved && (b & (1u << 30));
   f.avx512vl = zmm_saved && (b & (1u << 31));
   f.avx512vnni = zmm_saved && (c & (1u << 11));
+  f.avx512vbmi = zmm_saved && (c & (1u << 1));
   const bool tiles_saved = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
   f.amx_int8 = tiles_saved && (d & (1u << 24)) && (d & (1u << 25));
   unsigned a1, b1, c1, d1;

@@ -10,6 +10,7 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  bool avx512vbmi = false;  // byte permutes (vpermb / vpermi2b): Ice Lake, Zen 4 and later
   bool avx_vnni = false;
   bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the tile state enabled by the OS (XCR0)
 };

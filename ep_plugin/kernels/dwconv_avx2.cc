@@ -9,6 +9,7 @@
 
 #include "conv_f32_epilogue.h"
 #include "dwconv_taps.h"
+#include "math_avx2.h"
 #include "qstore_avx2.h"
 
 namespace optim::kernels {
@@ -43,6 +44,7 @@ void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
       if (ep.bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(ep.bias + j));
       if (ep.residual) acc = _mm256_add_ps(acc, _mm256_loadu_ps(ep.residual + m * ep.ld_residual + j));
       acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));
+      if (ep.has_act) acc = activation256(ep.act, ep.act_params, acc);
       _mm256_storeu_ps(a.c + m * a.ldc + j, acc);
     }
     if (j == g.channels) return;

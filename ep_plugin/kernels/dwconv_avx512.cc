@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "dwconv_taps.h"
+#include "math_avx512.h"
 #include "qstore_avx512.h"
 
 namespace optim::kernels {
@@ -133,6 +134,7 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
         if (ep.bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.bias + j));
         if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
         acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));  // NaN stays (second operand)
+        if (ep.has_act) acc = activation512(ep.act, ep.act_params, acc);
         _mm512_mask_storeu_ps(a.c + m * a.ldc + j, k, acc);
       });
 }

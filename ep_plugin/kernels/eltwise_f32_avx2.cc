@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernel_table.h"
+#include "math_avx2.h"
 
 namespace optim::kernels {
 
@@ -20,70 +21,6 @@ inline __m256 apply(BinaryOp op, __m256 a, __m256 b) {
     case BinaryOp::kDiv: return _mm256_div_ps(a, b);
   }
   return a;
-}
-
-// exp(x): x = n*ln2 + r with |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^n through the exponent
-// bits in two halves (so n up to 128 stays finite). Overflows to +inf above 88.72, flushes results
-// below e^-87 (1.65e-38, just above the smallest normal float) to 0, and keeps NaN. The flush point
-// keeps every intermediate normal: a subnormal product costs a microcode assist, hundreds of cycles,
-// and masked attention scores (x = -1e30 or so) would pay it for every element.
-inline __m256 exp_ps(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.7228317f), lo = _mm256_set1_ps(-87.0f);
-  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  const __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ), under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // r = x - n*ln2 in two steps (ln2 split into a part exact in float and the rest) to keep precision.
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
-  const __m256i bias = _mm256_set1_epi32(127);
-  __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23)));
-  y = _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), under);
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), over);
-  return _mm256_blendv_ps(y, x, nan);
-}
-
-// erf(x): odd; for |x| < 0.5 a Taylor polynomial in x^2 (relative accuracy near 0), above that
-// 1 - t*poly(t)*exp(-x^2) with t = 1/(1 + 0.3275911|x|) (Abramowitz & Stegun 7.1.26), saturating to 1.
-inline __m256 erf_ps(__m256 x) {
-  const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
-  const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
-  const __m256 x2 = _mm256_mul_ps(x, x);
-  // Small |x|: 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
-  __m256 s = _mm256_set1_ps(-1.0f / 1320.f);
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.0f / 216.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(-1.0f / 42.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.0f / 10.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(-1.0f / 3.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.f));
-  const __m256 small = _mm256_mul_ps(_mm256_mul_ps(s, x), _mm256_set1_ps(1.12837916709551257f));
-  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(a, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.f)));
-  __m256 q = _mm256_set1_ps(1.061405429f);
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-1.453152027f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.421413741f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-0.284496736f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(0.254829592f));
-  q = _mm256_mul_ps(q, t);
-  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x2));
-  const __m256 large = _mm256_or_ps(_mm256_fnmadd_ps(q, e, _mm256_set1_ps(1.f)), sign);
-  const __m256 use_small = _mm256_cmp_ps(a, _mm256_set1_ps(0.5f), _CMP_LT_OQ);
-  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_blendv_ps(large, small, use_small), x, nan);
-}
-
-inline __m256 sigmoid_ps(__m256 x) {
-  // 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving exactly 0.
-  return _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(_mm256_set1_ps(1.f), exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
 inline __m256 unary_ps(UnaryOp op, __m256 x) {
@@ -142,6 +79,16 @@ void binary_sv_f32_avx2(BinaryOp op, float a, const float* b, float* out, int64_
 void unary_f32_avx2(UnaryOp op, const float* x, float* y, int64_t n) {
   if (vectorized(op)) {
     int64_t i = 0;
+    // Four independent vectors per step: each is one long dependency chain (the polynomials), so the
+    // core needs several in flight to keep its pipes busy.
+    for (; i + 32 <= n; i += 32) {
+      const __m256 a = unary_ps(op, _mm256_loadu_ps(x + i)), b = unary_ps(op, _mm256_loadu_ps(x + i + 8));
+      const __m256 c = unary_ps(op, _mm256_loadu_ps(x + i + 16)), d = unary_ps(op, _mm256_loadu_ps(x + i + 24));
+      _mm256_storeu_ps(y + i, a);
+      _mm256_storeu_ps(y + i + 8, b);
+      _mm256_storeu_ps(y + i + 16, c);
+      _mm256_storeu_ps(y + i + 24, d);
+    }
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, unary_ps(op, _mm256_loadu_ps(x + i)));
     if (i < n) {  // the tail through the same approximation, so results do not depend on position
       alignas(32) float buf[8] = {0};

@@ -45,8 +45,11 @@ KernelTable build_table(Isa isa) {
 #define OPTIM_KERNEL(family, row_isa, symbol, mr, nr, k_multiple, row_pad)   \
   if (Isa::row_isa <= isa && (!t.family || t.family.isa < Isa::row_isa)) \
     t.family = {symbol, #symbol, Isa::row_isa, {mr, nr, k_multiple, row_pad}};
+#define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, mr, nr, k_multiple, row_pad) \
+  if (cpu_features().feature) OPTIM_KERNEL(family, row_isa, symbol, mr, nr, k_multiple, row_pad)
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
+#undef OPTIM_KERNEL_IF
   return t;
 }
 
@@ -56,16 +59,20 @@ std::vector<std::string> KernelTable::names() const {
   std::vector<std::string> out;
 #define OPTIM_KERNEL(family, row_isa, symbol, ...) \
   if (family.fn == symbol) out.push_back(#symbol);
+#define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, ...) OPTIM_KERNEL(family, row_isa, symbol)
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
+#undef OPTIM_KERNEL_IF
   return out;
 }
 
 const std::vector<KernelRow>& kernel_rows() {
   static const std::vector<KernelRow> rows = {
 #define OPTIM_KERNEL(family, row_isa, symbol, ...) {#family, Isa::row_isa, #symbol},
+#define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, ...) {#family, Isa::row_isa, #symbol, #feature, cpu_features().feature},
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
+#undef OPTIM_KERNEL_IF
   };
   return rows;
 }

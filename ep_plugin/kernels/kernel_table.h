@@ -168,8 +168,8 @@ enum class UnaryOp { kRelu = 0, kSigmoid, kTanh, kErf, kSqrt, kExp, kNeg, kAbs, 
 
 // Activations with parameters (ONNX's definitions; NaN propagates):
 //   kHardSigmoid: min(max(alpha * x + beta, 0), 1)      kHardSwish: x * HardSigmoid(x)
-//   kLeakyRelu:   x >= 0 ? x : alpha * x
-enum class ActivationOp { kHardSigmoid = 0, kHardSwish, kLeakyRelu };
+//   kLeakyRelu:   x >= 0 ? x : alpha * x                  kSilu:      x * sigmoid(x) (no parameters)
+enum class ActivationOp { kHardSigmoid = 0, kHardSwish, kLeakyRelu, kSilu };
 struct ActivationParams {
   float alpha = 0.f, beta = 0.f;
 };
@@ -197,12 +197,16 @@ struct ConvRows {
   const int64_t* tap_off = nullptr;
 };
 
-// float32: C = min(max(A x B + bias[j] + residual[m][j], lo), hi), each term only when set; NaN propagates.
+// float32: C = act(min(max(A x B + bias[j] + residual[m][j], lo), hi)), each term only when set; NaN
+// propagates. `act` is an ActivationFn's operation (HardSwish, SiLU...) when has_act.
 struct ConvF32Epilogue {
   const float* bias = nullptr;
   const float* residual = nullptr;
   int64_t ld_residual = 0;
   float lo = -__builtin_inff(), hi = __builtin_inff();
+  bool has_act = false;
+  ActivationOp act = ActivationOp::kSilu;
+  ActivationParams act_params;
 };
 struct ConvGemmF32Args {
   ConvRows a;
@@ -269,6 +273,10 @@ using Transpose8Fn = void (*)(const uint8_t* src, int64_t ld_src, uint8_t* dst, 
 enum class PoolRowOp { kMaxF32 = 0, kMaxU8, kMaxS8, kAddF32 };
 using PoolRowFn = void (*)(PoolRowOp op, const void* x, void* y, int64_t n);
 
+// --- 256-entry byte tables (quantized element-wise regions, ops/qlut.cc) ---------------------------------
+// y[i] = table[x[i] ^ flip] (flip 0x80 for int8 x, else 0).
+using Lut8Fn = void (*)(const uint8_t* x, uint8_t flip, const uint8_t* table, uint8_t* y, int64_t n);
+
 // --- the table ------------------------------------------------------------------------------------
 // What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
 // tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
@@ -317,6 +325,7 @@ struct KernelTable {
   Kernel<Transpose32Fn> transpose32;
   Kernel<Transpose8Fn> transpose8;
   Kernel<PoolRowFn> pool_row;
+  Kernel<Lut8Fn> lut8;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;
 };
@@ -328,12 +337,16 @@ struct KernelRow {
   const char* family;
   Isa isa;
   const char* name;
+  const char* feature = "";  // a CpuFeatures flag the row also needs, or ""
+  bool feature_present = true;  // whether this CPU has it
 };
 const std::vector<KernelRow>& kernel_rows();
 
 // The kernels themselves, declared from the list: each has its family's signature.
 #define OPTIM_KERNEL(family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
+#define OPTIM_KERNEL_IF(feature, family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
+#undef OPTIM_KERNEL_IF
 
 }  // namespace optim::kernels

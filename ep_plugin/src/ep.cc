@@ -9,8 +9,9 @@
 #include "gelu_fusion.h"
 #include "qdq_fusion.h"
 #include "rewrites/conv_epilogue.h"
-#include "rewrites/hardswish_fusion.h"
+#include "rewrites/activation_fusion.h"
 #include "rewrites/nhwc_layout.h"
+#include "rewrites/qdq_lut.h"
 #include "report_file.h"
 
 namespace optim {
@@ -149,7 +150,8 @@ void OptimEp::flush_report() {
   const auto& rows = kernels::kernel_rows();
   for (size_t k = 0; k < rows.size(); ++k)
     doc << (k ? ", " : "") << "{\"family\": " << json_str(rows[k].family) << ", \"isa\": "
-        << json_str(kernels::isa_name(rows[k].isa)) << ", \"name\": " << json_str(rows[k].name) << "}";
+        << json_str(kernels::isa_name(rows[k].isa)) << ", \"name\": " << json_str(rows[k].name) << ", \"feature\": "
+        << json_str(rows[k].feature) << ", \"feature_present\": " << (rows[k].feature_present ? "true" : "false") << "}";
   doc << "], \"ops\": [";
   const auto& defs = op_registry();
   for (size_t k = 0; k < defs.size(); ++k) doc << (k ? ", " : "") << json_str(defs[k].op_type);
@@ -181,7 +183,8 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       fuse_qdq_adds(rg.graph, outputs);
       fold_constant_dequantize(rg.graph, outputs);
       fuse_gelu(rg.graph, outputs);
-      fuse_hardswish(rg.graph, outputs);
+      fuse_activations(rg.graph, outputs);
+      fold_qdq_lookup_tables(rg.graph, outputs, kernels::kernel_table(ep->options_.isa));
       if (ep->options_.channels_last) {
         to_channels_last(rg.graph, outputs);
         fuse_conv_epilogues(rg.graph, outputs);

@@ -40,6 +40,11 @@ class Matcher {
     }
     return nullptr;
   }
+  // How many live nodes read `value` (a node reading it twice counts twice).
+  int readers(const std::string& value) const {
+    auto it = readers_.find(value);
+    return it == readers_.end() ? 0 : it->second;
+  }
   size_t index_of(const Node* n) const { return static_cast<size_t>(n - g_.nodes.data()); }
   void kill(const Node* n) {
     dead_.insert(index_of(n));

@@ -26,7 +26,11 @@ def test_each_isa_table_holds_every_kernel_written_for_it(isa):
     assert isa in ISAS
     report = diagnose(isa)
     assert report["ok"], report.get("error")
-    own = {r["name"] for r in kernel_rows() if r["isa"] == isa}
+    rows = kernel_rows()
+    own = {r["name"] for r in rows if r["isa"] == isa and r["feature_present"]}
+    lacking = [r["name"] for r in rows if r["isa"] == isa and not r["feature_present"]]
+    if lacking:  # said, not silently dropped: these need an extension this CPU lacks
+        print(f"isa={isa}: not tested here (CPU lacks {sorted({r['feature'] for r in rows if r['name'] in lacking})}): {lacking}")
     assert own, f"no kernel is listed for isa={isa}"
     assert own <= set(report["kernels"]), sorted(own - set(report["kernels"]))
 

@@ -82,7 +82,7 @@ def test_squeeze_excite_concat_and_hardswish_stay_channels_last():
          "w2": rand(RNG, 8, 4, 1, 1), "w3": rand(RNG, 5, 4, 3, 3), "w4": rand(RNG, 6, 13, 1, 1)}, opset=18)
     steps = _check(model, {"x": rand(RNG, 1, 4, 9, 11)})
     assert _ops(steps).count("ToNhwc") == 1 and _ops(steps).count("ToNchw") == 1, steps
-    assert "HardSwish 'swish'" in steps, steps
+    assert "NhwcConv 'c0' + HardSwish 'swish'" in steps, steps
 
 
 def test_a_models_own_channels_last_transposes_cancel_out():
@@ -113,3 +113,23 @@ def test_a_residual_that_broadcasts_is_added_after_the_convolution(shape):
     feeds = {"x": rand(RNG, 3, 4, 5, 5), "r": rand(RNG, *shape)}
     steps = _check(model, feeds)
     assert sum(s.endswith(" + Add 'add' + Relu 'relu'") for s in steps) == 1, steps
+
+
+def test_activations_after_a_convolution_run_in_its_epilogue():
+    """SiLU (x * Sigmoid(x)), HardSwish, LeakyRelu and HardSigmoid right after convolutions (dense and
+    depthwise) become part of the convolution's step."""
+    model = make_model(
+        [N("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1], name="c0"), N("Sigmoid", ["c0"], ["s0"], name="sig"),
+         N("Mul", ["c0", "s0"], ["a0"], name="silu"),
+         N("Conv", ["a0", "w1"], ["c1"], name="c1"), N("HardSwish", ["c1"], ["a1"], name="hswish"),
+         N("Conv", ["a1", "w2"], ["c2"], group=16, pads=[1, 1, 1, 1], name="dw"),
+         N("LeakyRelu", ["c2"], ["a2"], alpha=0.2, name="leaky"),
+         N("Conv", ["a2", "w3"], ["c3"], name="c3"), N("HardSigmoid", ["c3"], ["y"], alpha=0.3, beta=0.4, name="hsig")],
+        {"x": (np.float32, [2, 3, 10, 9])}, ["y"],
+        {"w0": rand(RNG, 8, 3, 3, 3), "w1": rand(RNG, 16, 8, 1, 1), "w2": rand(RNG, 16, 1, 3, 3),
+         "w3": rand(RNG, 5, 16, 1, 1)}, opset=14)
+    steps = _check(model, {"x": rand(RNG, 2, 3, 10, 9) * 3})
+    assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcConv", "NhwcConv", "NhwcConv", "ToNchw"], steps
+    for label in ("NhwcConv 'c0' + Silu 'silu'", "NhwcConv 'c1' + HardSwish 'hswish'", "NhwcConv 'dw' + LeakyRelu 'leaky'",
+                  "NhwcConv 'c3' + HardSigmoid 'hsig'"):
+        assert label in steps, (label, steps)

@@ -4,6 +4,7 @@
 // kernels. Bias, a residual (optional input 3, the output's shape: a folded Add) and a Relu or Clip
 // (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc).
 #include <cmath>
+#include <map>
 #include <limits>
 
 #include "broadcast.h"
@@ -111,10 +112,22 @@ class NhwcConvImpl : public Op {
     }
     lo_ = n.attr_f("activation_min", -std::numeric_limits<float>::infinity());
     hi_ = n.attr_f("activation_max", std::numeric_limits<float>::infinity());
+    const std::string act = n.attr_s("activation", "");
+    if (!act.empty()) {
+      static const std::map<std::string, kernels::ActivationOp> kinds = {
+          {"HardSigmoid", kernels::ActivationOp::kHardSigmoid}, {"HardSwish", kernels::ActivationOp::kHardSwish},
+          {"LeakyRelu", kernels::ActivationOp::kLeakyRelu}, {"Silu", kernels::ActivationOp::kSilu}};
+      auto it = kinds.find(act);
+      if (it == kinds.end()) throw Error(n.label() + ": activation '" + act + "' is not one the epilogue runs");
+      has_act_ = true;
+      act_ = it->second;
+      act_params_ = {n.attr_f("activation_alpha", 0.f), n.attr_f("activation_beta", 0.f)};
+    }
     depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
   }
 
   bool try_fuse_relu() override {
+    if (has_act_) return false;  // a Relu after the activation cannot become a clamp before it
     lo_ = std::max(lo_, 0.f);
     return true;
   }
@@ -162,7 +175,7 @@ class NhwcConvImpl : public Op {
     const size_t separate = separate_conv_bytes(shapes);
     float* prepared = reinterpret_cast<float*>(static_cast<uint8_t*>(rc.scratch()) + separate);
     if (!residual || (*in[3].shape == conv_shape && conv_shape == *out[0].shape)) {
-      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, prepared);
+      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, true, prepared);
       return;
     }
     // The folded Add's operands broadcast: the convolution alone (into the output when it has the output's
@@ -170,10 +183,13 @@ class NhwcConvImpl : public Op {
     const float inf = std::numeric_limits<float>::infinity();
     float* y = out[0].as<float>();
     float* conv = separate ? static_cast<float*>(rc.scratch()) : y;
-    convolve(rc, *in[0].shape, in[0].as<float>(), conv, nullptr, -inf, inf, prepared);
+    convolve(rc, *in[0].shape, in[0].as<float>(), conv, nullptr, -inf, inf, false, prepared);
     for_each_broadcast<2>(*out[0].shape, {&conv_shape, in[3].shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
       y[o] = std::min(std::max(conv[off[0]] + residual[off[1]], lo_), hi_);
     });
+    if (has_act_) {
+      parallel_chunks(rc, shape_numel(*out[0].shape), [&](int64_t s, int64_t e) { rc.kernels.activation(act_, act_params_, y + s, y + s, e - s); });
+    }
   }
 
  private:
@@ -188,12 +204,15 @@ class NhwcConvImpl : public Op {
   // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi); `prepared`: scratch for the
   // padded input copies.
   void convolve(const RunContext& rc, const Shape& xs, const float* x, float* y, const float* residual, float lo, float hi,
-                float* prepared) const {
+                bool apply_act, float* prepared) const {
     const NhwcConvLayout l(cg_, xs);
     if (l.n == 0 || l.pixels() == 0) return;
     kernels::ConvF32Epilogue ep;
     ep.lo = lo;
     ep.hi = hi;
+    ep.has_act = has_act_ && apply_act;
+    ep.act = act_;
+    ep.act_params = act_params_;
     ep.residual = residual;
     ep.ld_residual = cg_.cout;
     if (depthwise_) {
@@ -264,6 +283,9 @@ class NhwcConvImpl : public Op {
   std::vector<float> dw_;                    // taps x channels (depthwise)
   std::vector<float> bias_;
   float lo_ = 0.f, hi_ = 0.f;
+  bool has_act_ = false;  // an activation after the clamp (attribute activation, from conv_epilogue.cc)
+  kernels::ActivationOp act_ = kernels::ActivationOp::kSilu;
+  kernels::ActivationParams act_params_;
   bool depthwise_ = false;
 };
 

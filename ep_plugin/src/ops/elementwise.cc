@@ -169,6 +169,7 @@ class ActivationImpl : public Op {
 
 std::unique_ptr<Op> create_activation(const Node& n, const Graph&) {
   using kernels::ActivationOp;
+  if (n.op == "Silu") return std::make_unique<ActivationImpl>(ActivationOp::kSilu, kernels::ActivationParams{});
   if (n.op == "LeakyRelu") return std::make_unique<ActivationImpl>(ActivationOp::kLeakyRelu, kernels::ActivationParams{n.attr_f("alpha", 0.01f), 0.f});
   // HardSwish has no attributes (alpha 1/6, beta 1/2); the fusion of x * HardSigmoid(x) keeps the HardSigmoid's.
   const bool swish = n.op == "HardSwish";
@@ -223,6 +224,9 @@ std::unique_ptr<Op> create_clip(const Node& n, const Graph&) {
 }
 
 }  // namespace
+
+// x * sigmoid(x), built by rewrites/activation_fusion.cc (internal_ops.cc).
+std::unique_ptr<Op> create_silu(const Node& n, const Graph& g) { return create_activation(n, g); }
 
 std::vector<OpDef> elementwise_op_defs() {
   return {

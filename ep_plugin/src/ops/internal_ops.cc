@@ -1,5 +1,6 @@
 // The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
-// (qdq_fusion.cc) and the channels-last forms of the layout rewrite (rewrites/nhwc_layout.cc). A model
+// (qdq_fusion.cc), the channels-last forms of the layout rewrite (rewrites/nhwc_layout.cc) and fused
+// activations (rewrites/activation_fusion.cc). A model
 // can never claim them; the rewrites that create them check what they need.
 #include <map>
 
@@ -22,6 +23,8 @@ std::unique_ptr<Op> create_nhwc_maxpool(const Node&, const Graph&); // pool_nhwc
 std::unique_ptr<Op> create_nhwc_avgpool(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&);
+std::unique_ptr<Op> create_silu(const Node&, const Graph&);         // elementwise.cc
+std::unique_ptr<Op> create_qlut(const Node&, const Graph&);         // qlut.cc
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
@@ -31,6 +34,7 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
       {"ToNhwc", create_to_nhwc},             {"ToNchw", create_to_nchw},
       {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},
       {"NhwcGlobalAveragePool", create_nhwc_gap}, {"NhwcGlobalMaxPool", create_nhwc_gmp},
+      {"Silu", create_silu},                  {"QLut", create_qlut},
   };
   auto it = ops.find(node.op);
   if (it == ops.end()) throw Error("internal op " + node.op + " is unknown");

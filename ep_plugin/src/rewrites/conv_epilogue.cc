@@ -47,6 +47,30 @@ bool depends_on(const Graph& g, const std::string& value, const std::string& fro
   return false;
 }
 
+void set_string_attr(Node& n, const char* name, const std::string& v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_STRING;
+  a.s = v;
+  n.attrs[name] = a;
+}
+
+void set_float_attr(Node& n, const char* name, float v);
+
+// When `act` is an activation the epilogue runs, sets conv's activation attributes for it.
+bool activation_attrs(const Node& act, Node* conv) {
+  const bool silu = act.domain == kInternalDomain && act.op == "Silu";
+  if (!silu && !is_op(&act, "HardSwish") && !is_op(&act, "HardSigmoid") && !is_op(&act, "LeakyRelu")) return false;
+  set_string_attr(*conv, "activation", act.op);
+  if (act.op == "LeakyRelu") {
+    set_float_attr(*conv, "activation_alpha", act.attr_f("alpha", 0.01f));
+  } else if (!silu) {  // HardSwish carries the HardSigmoid's parameters when fused from x * HardSigmoid(x)
+    const bool swish = act.op == "HardSwish";
+    set_float_attr(*conv, "activation_alpha", act.attr_f("alpha", swish ? 1.f / 6.f : 0.2f));
+    set_float_attr(*conv, "activation_beta", act.attr_f("beta", 0.5f));
+  }
+  return true;
+}
+
 void set_float_attr(Node& n, const char* name, float v) {
   Attr a;
   a.type = ORT_OP_ATTR_FLOAT;
@@ -67,7 +91,7 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
       if (!next) continue;
       const float inf = std::numeric_limits<float>::infinity();
       const float lo = conv.attr_f("activation_min", -inf), hi = conv.attr_f("activation_max", inf);
-      const bool plain = lo == -inf && hi == inf;
+      const bool plain = lo == -inf && hi == inf && !conv.has_attr("activation");
       if (is_op(next, "Add") && plain && conv.inputs.size() < 4 && next->inputs.size() == 2) {
         const std::string& other = next->inputs[0] == conv.outputs[0] ? next->inputs[1] : next->inputs[0];
         const ValueInfo* a = g.value(conv.outputs[0]);
@@ -80,6 +104,10 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
         if (!same || other == conv.outputs[0] || depends_on(g, other, conv.outputs[0])) continue;
         conv.inputs.resize(4);
         conv.inputs[3] = other;
+      } else if (!conv.has_attr("activation") && activation_attrs(*next, &conv)) {
+        // HardSwish, HardSigmoid, LeakyRelu, SiLU after the clamp (set above when Relu/Clip came first).
+      } else if (conv.has_attr("activation")) {
+        continue;  // nothing folds in after an activation
       } else if (is_op(next, "Relu")) {
         set_float_attr(conv, "activation_min", std::max(lo, 0.f));
       } else if (is_op(next, "Clip")) {

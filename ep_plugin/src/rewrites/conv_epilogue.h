@@ -1,7 +1,9 @@
 // Folds what follows a float channels-last convolution into its epilogue (ops/conv_nhwc.cc):
-//   NhwcConv -> Add(other of the same shape) -> Relu | Clip(constant bounds)
-// becomes one NhwcConv with `other` as its residual input (input 3) and activation_min / activation_max,
-// so the sum and the clamp happen while the outputs are still in registers. Runs after to_channels_last.
+//   NhwcConv -> Add(other of the same shape) -> Relu | Clip(constant bounds) -> HardSwish | HardSigmoid |
+//   LeakyRelu | SiLU
+// becomes one NhwcConv with `other` as its residual input (input 3), activation_min / activation_max and
+// activation (+ activation_alpha / _beta), so the sum, clamp and activation happen while the outputs are
+// still in registers. Runs after to_channels_last (and activation_fusion, which makes the SiLUs).
 #pragma once
 
 #include <string>

@@ -265,10 +265,12 @@ class Rewriter {
     Node& n = g_.nodes[i];
     // Which inputs carry data (the rest must be scalars), and the rank of the NHWC input that led here.
     std::vector<size_t> data;
-    const bool internal_qadd = n.domain == kInternalDomain && n.op == "QAdd";
-    if (internal_qadd) {
+    const bool internal = n.domain == kInternalDomain;
+    if (internal && n.op == "QAdd") {
       data = {kQAddA, kQAddB};
-    } else if (!is_onnx(n) || n.outputs.empty()) {
+    } else if (internal && (n.op == "Silu" || n.op == "QLut")) {  // element-wise (activation_fusion, qdq_lut)
+      data = {0};
+    } else if (n.outputs.empty() || !is_onnx(n)) {
       return false;
     } else if (unary_ops().count(n.op) || pool_ops().count(n.op)) {
       data = {0};
@@ -292,6 +294,7 @@ class Rewriter {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
       if (!is_data) {
+        if (internal && n.op == "QLut") continue;  // its table: 256 bytes, layout-free
         const ValueInfo* vi = info(n.inputs[k]);
         if (!n.inputs[k].empty() && !(vi && vi->has_shape && shape_numel(vi->shape) == 1)) return false;
         continue;
@@ -347,6 +350,22 @@ class Rewriter {
     for (auto& a : axes) {
       if (a < -rr || a >= rr) return false;
       a = nhwc_axis(a, rr);
+    }
+    std::vector<int64_t> sorted = axes, spatial;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t d = 1; d + 1 < rr; ++d) spatial.push_back(d);
+    if (sorted == spatial && n.op == "ReduceMean") {
+      // Over every spatial dim with keepdims: a global average pool (squeeze-excite's mean), channels inner.
+      n.op = "NhwcGlobalAveragePool";
+      n.domain = kInternalDomain;
+      n.since_version = 1;
+      n.inputs = {src};
+      n.attrs.clear();
+      const std::string out = n.outputs[0], nhwc = add_nhwc_value(out);
+      g_.nodes[i].outputs[0] = nhwc;
+      add_node(layout_node("ToNchw", nhwc, out));
+      ++report_.moved;
+      return true;
     }
     if (n.has_input(1)) {
       Tensor t;
