@@ -34,6 +34,18 @@ size_t arena_limit() {
   return limit;
 }
 
+// The values of a constant that decides shapes (ShapeValues): int64, or float32 as bit patterns.
+std::vector<int64_t> shape_values_of(const Tensor& t) {
+  if (t.dtype != DType::kFloat32) return t.as_int64();
+  std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, t.bytes.data() + i * 4, 4);
+    out[i] = bits;
+  }
+  return out;
+}
+
 // First-fit placement of live buffers in one arena.
 class ArenaPlanner {
  public:
@@ -146,9 +158,10 @@ Plan::Plan(std::string name, const Graph& graph, const std::vector<std::string>&
       const int slot = st.in[idx];
       const Slot& sl = slots_[static_cast<size_t>(slot)];
       if (sl.kind == SlotKind::kConstant) {
-        constant_values_[slot] = sl.constant->as_int64();
+        constant_values_[slot] = shape_values_of(*sl.constant);
       } else if (sl.kind == SlotKind::kInput) {
-        if (sl.dtype != DType::kInt64) throw Error("node " + st.label + ": shape input '" + sl.name + "' is not int64");
+        if (sl.dtype != DType::kInt64 && sl.dtype != DType::kFloat32)
+          throw Error("node " + st.label + ": shape input '" + sl.name + "' is neither int64 nor float32");
         if (std::find(value_inputs_.begin(), value_inputs_.end(), slot) == value_inputs_.end()) value_inputs_.push_back(slot);
       } else {
         throw Error("node " + st.label + ": shape input '" + sl.name + "' is computed inside the partition");
@@ -211,6 +224,15 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
       throw Error(step_error(s, sp->shapes, e.what()), ORT_INVALID_ARGUMENT);
     }
     max_scratch = std::max(max_scratch, sp->step_scratch[si]);
+    // A view (Reshape, Flatten, Squeeze...) of a temporary this step reads last: the output takes over the
+    // input's buffer, and the step copies nothing.
+    int alias_of = -1;
+    if (s.op->output_aliases_input() && !s.in.empty() && s.in[0] >= 0 && s.out.size() == 1 && s.out[0] >= 0) {
+      const size_t in0 = static_cast<size_t>(s.in[0]), o0 = static_cast<size_t>(s.out[0]);
+      if (slots_[in0].kind == SlotKind::kTemp && slots_[o0].kind == SlotKind::kTemp && last_use_[in0] == static_cast<int>(si) &&
+          slots_[in0].dtype == slots_[o0].dtype)
+        alias_of = s.in[0];
+    }
     for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) {
       if (s.out[o] < 0) continue;
       const size_t slot = static_cast<size_t>(s.out[o]);
@@ -222,12 +244,13 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
         } catch (const std::exception& e) {
           throw Error(step_error(s, sp->shapes, e.what()), ORT_INVALID_ARGUMENT);
         }
-        sp->offsets[slot] = arena.allocate(bytes);
+        sp->offsets[slot] = alias_of >= 0 ? sp->offsets[static_cast<size_t>(alias_of)] : arena.allocate(bytes);
         if (last_use_[slot] < 0) arena.release(sp->offsets[slot]);
       }
     }
     for (int in : s.in)
-      if (in >= 0 && slots_[static_cast<size_t>(in)].kind == SlotKind::kTemp && last_use_[static_cast<size_t>(in)] == static_cast<int>(si))
+      if (in >= 0 && in != alias_of && slots_[static_cast<size_t>(in)].kind == SlotKind::kTemp &&
+          last_use_[static_cast<size_t>(in)] == static_cast<int>(si))
         arena.release(sp->offsets[static_cast<size_t>(in)]);
   }
   sp->scratch_offset = align_up(arena.peak());
@@ -292,8 +315,14 @@ void Plan::run(OrtKernelContext* ctx) const {
   for (int slot : value_inputs_) {
     const int i = slots_[static_cast<size_t>(slot)].io_index;
     const int64_t n = shape_numel(in_shapes[static_cast<size_t>(i)]);
-    const int64_t* p = static_cast<const int64_t*>(in_data[static_cast<size_t>(i)]);
-    values[slot].assign(p, p + n);
+    std::vector<int64_t>& v = values[slot];
+    if (slots_[static_cast<size_t>(slot)].dtype == DType::kFloat32) {  // as bit patterns (see ShapeValues)
+      const uint32_t* p = static_cast<const uint32_t*>(in_data[static_cast<size_t>(i)]);
+      v.assign(p, p + n);
+    } else {
+      const int64_t* p = static_cast<const int64_t*>(in_data[static_cast<size_t>(i)]);
+      v.assign(p, p + n);
+    }
   }
   std::shared_ptr<const ShapePlan> sp = shape_plan(in_shapes, values);
 

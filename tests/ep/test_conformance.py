@@ -49,6 +49,13 @@ def _cases():
 
 CASES = _cases()
 
+# Cases where ONNX Runtime's CPU EP, the reference OptimEP follows (models are validated on it), itself
+# disagrees with the case's expected output; each with the reason.
+FOLLOWS_ORT = {
+    "test_resize_downsample_scales_linear_align_corners":
+        "ONNX's reference divides by in * scale (2.4, unrounded) where ONNX Runtime divides by the output size (2)",
+}
+
 
 def _model_bytes(case, opset: int | None = None) -> bytes:
     model = onnx.ModelProto()
@@ -96,6 +103,8 @@ def _array(v) -> np.ndarray:
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_conformance_case(name, isa):
+    if name in FOLLOWS_ORT:
+        pytest.skip(FOLLOWS_ORT[name])
     case = CASES[name]
     sess = _open(case, isa)
     input_names = [i.name for i in sess.get_inputs()]

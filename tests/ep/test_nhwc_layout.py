@@ -133,3 +133,17 @@ def test_activations_after_a_convolution_run_in_its_epilogue():
     for label in ("NhwcConv 'c0' + Silu 'silu'", "NhwcConv 'c1' + HardSwish 'hswish'", "NhwcConv 'dw' + LeakyRelu 'leaky'",
                   "NhwcConv 'c3' + HardSigmoid 'hsig'"):
         assert label in steps, (label, steps)
+
+
+def test_resize_between_convolutions_stays_channels_last():
+    """An FPN-style upsampling between convolutions runs on NHWC (NhwcResize), by scales and by sizes."""
+    for resize in (N("Resize", ["c0", "", "scales"], ["u"], mode="linear", name="up"),
+                   N("Resize", ["c0", "", "", "sizes"], ["u"], mode="nearest", name="up")):
+        model = make_model(
+            [N("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1], name="c0"), resize,
+             N("Conv", ["u", "w1"], ["y"], pads=[1, 1, 1, 1], name="c1")],
+            {"x": (np.float32, [2, 3, 6, 5])}, ["y"],
+            {"w0": rand(RNG, 8, 3, 3, 3), "w1": rand(RNG, 4, 8, 3, 3), "scales": np.array([1, 1, 2, 2], np.float32),
+             "sizes": np.array([2, 8, 11, 9], np.int64)}, opset=19)
+        steps = _check(model, {"x": rand(RNG, 2, 3, 6, 5)})
+        assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcResize", "NhwcConv", "ToNchw"], steps

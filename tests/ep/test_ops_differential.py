@@ -46,6 +46,19 @@ case("avgpool_window_past_input", [N("AveragePool", ["x"], ["y"], kernel_shape=[
 case("maxpool_window_past_input", [N("MaxPool", ["x"], ["y"], kernel_shape=[9, 9], strides=[9, 9], ceil_mode=1)],
      {"x": rand(RNG, 1, 3, 7, 5)}, ["y"], exact=True)
 
+# --- Resize: nearest (each nearest_mode) and linear, each coordinate transformation, scales or sizes ---------
+for mode, extra in [("nearest", {}), ("nearest", {"nearest_mode": "floor"}), ("nearest", {"nearest_mode": "ceil"}),
+                    ("nearest", {"nearest_mode": "round_prefer_ceil"}), ("linear", {})]:
+    for coord in ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"]:
+        tag = f"resize_{mode}_{extra.get('nearest_mode', 'default')}_{coord}"
+        case(f"{tag}_up", [N("Resize", ["x", "", "scales"], ["y"], mode=mode, coordinate_transformation_mode=coord, **extra)],
+             {"x": rand(RNG, 2, 3, 5, 7)}, ["y"], {"scales": np.array([1, 1, 2, 1.5], np.float32)}, opset=19,
+             exact=mode == "nearest")
+        case(f"{tag}_down_sizes", [N("Resize", ["x", "", "", "sizes"], ["y"], mode=mode, coordinate_transformation_mode=coord,
+                                     **extra)],
+             {"x": rand(RNG, 1, 4, 9, 8)}, ["y"], {"sizes": np.array([1, 4, 4, 3], np.int64)}, opset=19,
+             exact=mode == "nearest")
+
 # --- element-wise ------------------------------------------------------------------------------
 for op in ["Add", "Sub", "Mul", "Div"]:
     for name, sa, sb in [("same", (3, 37), (3, 37)), ("scalar", (4, 9), ()), ("row", (5, 19), (19,)),

@@ -25,6 +25,7 @@ std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&);
 std::unique_ptr<Op> create_silu(const Node&, const Graph&);         // elementwise.cc
 std::unique_ptr<Op> create_qlut(const Node&, const Graph&);         // qlut.cc
+std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
@@ -35,6 +36,7 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
       {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},
       {"NhwcGlobalAveragePool", create_nhwc_gap}, {"NhwcGlobalMaxPool", create_nhwc_gmp},
       {"Silu", create_silu},                  {"QLut", create_qlut},
+      {"NhwcResize", create_nhwc_resize},
   };
   auto it = ops.find(node.op);
   if (it == ops.end()) throw Error("internal op " + node.op + " is unknown");

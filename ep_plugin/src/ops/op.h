@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -60,8 +61,15 @@ constexpr int64_t kMacsPerTask = 1 << 20;
 // Splits [0, n) into chunks of at least kParallelChunk elements and runs fn(begin, end) on the pool.
 void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
-// Per input: its int64 values when its OpDef lists it in shape_inputs, else nullptr.
+// Per input: its values when its OpDef lists it in shape_inputs, else nullptr: int64 tensors as they are,
+// float32 ones (Resize's scales) as each float's bit pattern (read them back with float_from_bits).
 using ShapeValues = std::vector<const std::vector<int64_t>*>;
+inline float float_from_bits(int64_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v);
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 class Op {
  public:
@@ -78,6 +86,10 @@ class Op {
   virtual void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const = 0;
   // Scratch the op needs for these input shapes.
   virtual size_t scratch_bytes(const std::vector<const Shape*>& in) const { (void)in; return 0; }
+  // Whether output 0 is input 0's bytes unchanged (a view: Reshape, Flatten, Squeeze, Unsqueeze,
+  // Identity): the plan may then give the output the input's buffer, and run() must copy only when the
+  // two differ.
+  virtual bool output_aliases_input() const { return false; }
   // Absorbs a Relu that consumes this op's only output into its epilogue; false when it cannot.
   virtual bool try_fuse_relu() { return false; }
   // Called once at compile time with the kernel table the plan will run with (e.g. to pack weights

@@ -16,6 +16,7 @@ std::vector<OpDef> normalization_op_defs();
 std::vector<OpDef> pool_op_defs();
 std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
+std::vector<OpDef> resize_op_defs();
 std::vector<OpDef> shape_op_defs();
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph);  // internal_ops.cc
 
@@ -23,7 +24,7 @@ const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
     for (auto part : {cast_op_defs, conv_op_defs, elementwise_op_defs, indexing_op_defs, logical_op_defs, matmul_op_defs,
-                      normalization_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, shape_op_defs}) {
+                      normalization_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, resize_op_defs, shape_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
     return v;
@@ -56,7 +57,10 @@ std::string why_unsupported(const Node& node, const Graph& graph) {
   }
 }
 
+std::vector<size_t> resize_shape_inputs(const Node& node);  // resize.cc
+
 std::vector<size_t> shape_value_inputs(const Node& node) {
+  if (node.domain == kInternalDomain && node.op == "NhwcResize") return resize_shape_inputs(node);
   const OpDef* def = node.domain.empty() || node.domain == "ai.onnx" ? find_def(node) : nullptr;
   return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "op.h"
+#include "transpose_blocks.h"
 
 namespace optim {
 namespace {
@@ -23,6 +24,7 @@ class CopyReshape : public Op {
       throw Error("the values of input " + std::to_string(value_input_) + " are not available");
     return {fn_(*in[0], v)};
   }
+  bool output_aliases_input() const override { return true; }
   void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const size_t bytes = static_cast<size_t>(in[0].numel()) * dtype_size(in[0].dtype);
     if (bytes && out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, bytes);
@@ -80,6 +82,12 @@ class TransposeImpl : public Op {
     // Stride in X of each output dim; the last output dim is the inner loop.
     std::vector<int64_t> st(r);
     for (size_t i = 0; i < r; ++i) st[i] = xstride[static_cast<size_t>(p[i])];
+    // perm = [0..k-1, j..r-1, k..j-1]: per batch of the first k dims, a rows x cols matrix transposed.
+    int64_t batches = 1, rows = 1, cols = 1;
+    if (swaps_two_groups(p, xs, &batches, &rows, &cols)) {
+      transpose_batched(rc, in[0].data, out[0].data, batches, rows, cols, dtype_size(in[0].dtype));
+      return;
+    }
     switch (dtype_size(in[0].dtype)) {  // moves elements of any fixed size
       case 1: return move<uint8_t>(rc, in[0], out[0], st);
       case 2: return move<uint16_t>(rc, in[0], out[0], st);
@@ -117,6 +125,25 @@ class TransposeImpl : public Op {
         for (int64_t j = 0; j < inner; ++j) yr[j] = x[off + j * inner_stride];
       }
     });
+  }
+
+  // Whether perm keeps a prefix of dims and swaps the two groups after it; their sizes if so.
+  static bool swaps_two_groups(const std::vector<int64_t>& p, const Shape& x, int64_t* batches, int64_t* rows, int64_t* cols) {
+    const size_t r = p.size();
+    size_t k = 0;
+    while (k < r && p[k] == static_cast<int64_t>(k)) ++k;
+    if (k + 2 > r) return false;
+    const int64_t j = p[k];  // the output's next dim comes from input dim j: group [j, r) moved before [k, j)
+    for (size_t i = k; i < r; ++i) {
+      const int64_t want = i - k < r - static_cast<size_t>(j) ? j + static_cast<int64_t>(i - k)
+                                                              : static_cast<int64_t>(k + (i - k) - (r - static_cast<size_t>(j)));
+      if (p[i] != want) return false;
+    }
+    *batches = *rows = *cols = 1;
+    for (size_t i = 0; i < k; ++i) *batches *= x[i];
+    for (size_t i = k; i < static_cast<size_t>(j); ++i) *rows *= x[i];
+    for (size_t i = static_cast<size_t>(j); i < r; ++i) *cols *= x[i];
+    return true;
   }
 
   std::vector<int64_t> perm_for(size_t rank) const {

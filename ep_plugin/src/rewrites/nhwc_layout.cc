@@ -272,7 +272,7 @@ class Rewriter {
       data = {0};
     } else if (n.outputs.empty() || !is_onnx(n)) {
       return false;
-    } else if (unary_ops().count(n.op) || pool_ops().count(n.op)) {
+    } else if (unary_ops().count(n.op) || pool_ops().count(n.op) || n.op == "Resize") {
       data = {0};
     } else if (binary_ops().count(n.op) || n.op == "Concat") {
       for (size_t k = 0; k < n.inputs.size(); ++k) data.push_back(k);
@@ -295,6 +295,7 @@ class Rewriter {
       const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
       if (!is_data) {
         if (internal && n.op == "QLut") continue;  // its table: 256 bytes, layout-free
+        if (n.op == "Resize") continue;  // roi, scales, sizes: NhwcResize reads them as NCHW's
         const ValueInfo* vi = info(n.inputs[k]);
         if (!n.inputs[k].empty() && !(vi && vi->has_shape && shape_numel(vi->shape) == 1)) return false;
         continue;
@@ -315,6 +316,9 @@ class Rewriter {
       node.op = p->second;
       node.domain = kInternalDomain;
       node.since_version = 1;
+    } else if (node.op == "Resize") {  // keeps its opset: it decides how scales / sizes are read
+      node.op = "NhwcResize";
+      node.domain = kInternalDomain;
     }
     std::vector<std::pair<std::string, std::string>> outs;
     for (auto& o : node.outputs) {

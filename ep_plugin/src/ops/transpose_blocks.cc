@@ -1,0 +1,54 @@
+#include "transpose_blocks.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace optim {
+namespace {
+
+constexpr int64_t kBlock = 64;
+
+template <typename T>
+void run(const RunContext& rc, const T* src, T* dst, int64_t batches, int64_t rows, int64_t cols) {
+  if (rows == 1 || cols == 1) {  // the same bytes in the same order
+    std::memcpy(dst, src, static_cast<size_t>(batches * rows * cols) * sizeof(T));
+    return;
+  }
+  const int64_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
+  const int64_t blocks = batches * rb * cb;
+  const int64_t per_task = std::max<int64_t>(1, kParallelChunk / (kBlock * kBlock));
+  const int64_t tasks = (blocks + per_task - 1) / per_task;
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    const int64_t b1 = std::min(blocks, (static_cast<int64_t>(t) + 1) * per_task);
+    for (int64_t b = static_cast<int64_t>(t) * per_task; b < b1; ++b) {
+      const int64_t m = b / (rb * cb), r = b % (rb * cb) / cb * kBlock, c = b % cb * kBlock;
+      const int64_t nr = std::min(rows - r, kBlock), nc = std::min(cols - c, kBlock);
+      const T* s = src + m * rows * cols + r * cols + c;
+      T* d = dst + m * rows * cols + c * rows + r;
+      if constexpr (sizeof(T) == 4) {
+        rc.kernels.transpose32(s, cols, d, rows, nr, nc);
+      } else if constexpr (sizeof(T) == 1) {
+        rc.kernels.transpose8(s, cols, d, rows, nr, nc);
+      } else {
+        for (int64_t j = 0; j < nc; ++j)
+          for (int64_t i = 0; i < nr; ++i) d[j * rows + i] = s[i * cols + j];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void transpose_batched(const RunContext& rc, const void* src, void* dst, int64_t batches, int64_t rows, int64_t cols,
+                       size_t elem_bytes) {
+  if (batches * rows * cols == 0) return;
+  switch (elem_bytes) {
+    case 1: return run(rc, static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), batches, rows, cols);
+    case 2: return run(rc, static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), batches, rows, cols);
+    case 4: return run(rc, static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), batches, rows, cols);
+    case 8: return run(rc, static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), batches, rows, cols);
+    default: throw Error("cannot transpose elements of " + std::to_string(elem_bytes) + " bytes");
+  }
+}
+
+}  // namespace optim
