@@ -60,36 +60,52 @@ class QMatMulImpl : public Op {
     return {out};
   }
 
-  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const Shape& a = *in[0];
-    const int64_t m = a[a.size() - 2], kp = (a.back() + 1) / 2, n = in[kQGemmW]->back();
-    return (static_cast<size_t>(m * 2 * kp) + kernels::qgemm_s16_packed_b_elems(kp, n)) * sizeof(int16_t);
-  }
-
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& as = *in[0].shape;
     const Shape& bs = *in[kQGemmW].shape;
     const Shape& ys = *out[0].shape;
     const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back(), kp = (k + 1) / 2;
     if (m == 0 || n == 0) return;
-    int16_t* a16 = static_cast<int16_t*>(rc.scratch());
-    int16_t* packed = a16 + m * 2 * kp;
     auto* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
     const Shape lead(ys.begin(), ys.end() - 2), a_lead(as.begin(), as.end() - 2), b_lead(bs.begin(), bs.end() - 2);
-    int64_t packed_for = -1;  // the B matrix now in `packed`
-    for_each_broadcast<2>(lead, {&a_lead, &b_lead}, [&](int64_t o, const std::array<int64_t, 2>& at) {
-      if (a_dtype_ == DType::kUint8) widen_rows(in[0].as<uint8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
-      else widen_rows(in[0].as<int8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
-      if (at[1] != packed_for) {
-        if (b_dtype_ == DType::kUint8) pack_b(in[kQGemmW].as<uint8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
-        else pack_b(in[kQGemmW].as<int8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
-        packed_for = at[1];
+    // The matrices of the batch (attention heads) and which A and B each reads, then whole matrices per
+    // task: each small, and widening / packing is a share of their work.
+    std::vector<std::array<int64_t, 2>> pairs(static_cast<size_t>(std::max<int64_t>(shape_numel(lead), 0)));
+    for_each_broadcast<2>(lead, {&a_lead, &b_lead}, [&](int64_t o, const std::array<int64_t, 2>& at) { pairs[static_cast<size_t>(o)] = at; });
+    const int64_t matrices = static_cast<int64_t>(pairs.size());
+    const int64_t per_matrix = m * n * k;
+    if (matrices == 1 || per_matrix >= 8 * kMacsPerTask) {  // big matrices: split each one over the pool
+      std::vector<int16_t> a16(static_cast<size_t>(m * 2 * kp)), packed(kernels::qgemm_s16_packed_b_elems(kp, n));
+      for (int64_t o = 0; o < matrices; ++o) {
+        prepare(in, pairs[static_cast<size_t>(o)], m, k, n, kp, a16.data(), packed.data());
+        run_qgemm_s16(rc, m, n, kp, a16.data(), 2 * kp, packed.data(), y + o * m * n, n, ep_);
       }
-      run_qgemm_s16(rc, m, n, kp, a16, 2 * kp, packed, y + o * m * n, n, ep_);
+      return;
+    }
+    const int64_t per_task = std::max<int64_t>(1, kMacsPerTask / std::max<int64_t>(per_matrix, 1));
+    rc.parallel_for(static_cast<size_t>((matrices + per_task - 1) / per_task), [&](size_t t) {
+      thread_local std::vector<int16_t> a16, packed;  // per worker: tasks of one run share nothing
+      a16.resize(static_cast<size_t>(m * 2 * kp));
+      packed.resize(kernels::qgemm_s16_packed_b_elems(kp, n));
+      const int64_t o1 = std::min(matrices, (static_cast<int64_t>(t) + 1) * per_task);
+      for (int64_t o = static_cast<int64_t>(t) * per_task; o < o1; ++o) {
+        prepare(in, pairs[static_cast<size_t>(o)], m, k, n, kp, a16.data(), packed.data());
+        rc.kernels.qgemm_s16(0, m, 0, (n + kernels::kQgemmNR - 1) / kernels::kQgemmNR, n, kp, a16.data(), 2 * kp,
+                             packed.data(), y + o * m * n, n, ep_);
+      }
     });
   }
 
  private:
+  // A's rows minus their zero point (int16, K padded to even) and B's panels for one matrix of the batch.
+  void prepare(const std::vector<TensorRef>& in, const std::array<int64_t, 2>& at, int64_t m, int64_t k, int64_t n,
+               int64_t kp, int16_t* a16, int16_t* packed) const {
+    if (a_dtype_ == DType::kUint8) widen_rows(in[0].as<uint8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
+    else widen_rows(in[0].as<int8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
+    if (b_dtype_ == DType::kUint8) pack_b(in[kQGemmW].as<uint8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
+    else pack_b(in[kQGemmW].as<int8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
+  }
+
   DType a_dtype_ = DType::kUint8, b_dtype_ = DType::kUint8;
   int32_t a_zero_ = 0, b_zero_ = 0;
   kernels::QgemmEpilogue ep_;
