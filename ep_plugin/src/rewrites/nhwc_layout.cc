@@ -213,6 +213,10 @@ class Rewriter {
     const Tensor* w = g_.constant(n.inputs[w_idx]);
     if (!w || (w->shape.size() != 3 && w->shape.size() != 4) || rank(n.inputs[0]) != w->shape.size()) return false;
     if (conv && (w->dtype != DType::kFloat32 || (n.has_input(2) && !g_.constant(n.inputs[2])))) return false;
+    // Grouped (not depthwise) convolutions with few output channels per group fill a fraction of the
+    // channels-last GEMM's 16-wide panels; the NCHW direct kernels run them several times faster.
+    const int64_t group = n.attr_i("group", 1), cout = w->shape[0];
+    if (group > 1 && !(w->shape[1] == 1 && cout == group) && cout / group < 16) return false;
     const std::string y = n.outputs[0], y_nhwc = add_nhwc_value(y);
     const std::string x = nhwc_of(n.inputs[0]);  // may grow g_.nodes: `n` is stale from here
     Node& node = g_.nodes[i];
