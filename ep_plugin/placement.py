@@ -25,6 +25,10 @@ class Placement:
     compiled: dict[str, list[str]] = field(default_factory=dict)
     # MatMul/Gemm nodes OptimEP runs in float inside QDQ graphs, with the reason ("Gemm 'fc': ...").
     float_units: list[str] = field(default_factory=list)
+    # OptimEP's graph rewrites inside its partitions (ep_plugin/src/rewrites/): places each rewrote, summed
+    # over the partitions, and each candidate left alone with the reason ("channels_last: Conv 'c': ...").
+    rewrites: dict[str, int] = field(default_factory=dict)
+    rewrite_refusals: list[str] = field(default_factory=list)
 
     @property
     def integer_units(self) -> int:
@@ -81,9 +85,14 @@ def placement(sess: ort.InferenceSession) -> Placement:
     for graph in report.get("graphs", []):
         for r in graph.get("refused", []):
             reasons[(r["node"], r["op"])] = r["reason"]
-    result = Placement(isa=report.get("isa", ""),
-                       compiled={c["partition"]: c["steps"] for c in report.get("compiled", [])},
-                       float_units=[u for c in report.get("compiled", []) for u in c.get("float_units", [])])
+    compiled = report.get("compiled", [])
+    rewrites: dict[str, int] = {}
+    for c in compiled:
+        for name, count in c.get("rewrites", {}).items():
+            rewrites[name] = rewrites.get(name, 0) + count
+    result = Placement(isa=report.get("isa", ""), compiled={c["partition"]: c["steps"] for c in compiled},
+                       float_units=[u for c in compiled for u in c.get("float_units", [])], rewrites=rewrites,
+                       rewrite_refusals=[r for c in compiled for r in c.get("rewrite_refusals", [])])
     for sub in sess.get_provider_graph_assignment_info():
         for n in sub.get_nodes():
             reason = "" if sub.ep_name == EP_NAME else reasons.get((n.name, n.op_type), "")

@@ -6,12 +6,7 @@
 #include "graph_reader.h"
 #include "ops/op.h"
 #include "plan.h"
-#include "gelu_fusion.h"
-#include "qdq_fusion.h"
-#include "rewrites/conv_epilogue.h"
-#include "rewrites/activation_fusion.h"
-#include "rewrites/nhwc_layout.h"
-#include "rewrites/qdq_lut.h"
+#include "rewrites/rewrite.h"
 #include "report_file.h"
 
 namespace optim {
@@ -126,13 +121,22 @@ void OptimEp::write_report(const std::string& graph_key, const ReadGraph& rg, co
   flush_report();
 }
 
-void OptimEp::record_compiled(const Plan& plan, const std::vector<std::string>& unfused) {
+void OptimEp::record_compiled(const Plan& plan, const RewriteContext& rewrites) {
   std::ostringstream o;
   o << "{\"partition\": " << json_str(plan.name()) << ", \"steps\": [";
   const std::vector<std::string> steps = plan.step_labels();
   for (size_t i = 0; i < steps.size(); ++i) o << (i ? ", " : "") << json_str(steps[i]);
+  // QDQ units left in float ("Op 'name': reason"), as before; then every rewrite's count and refusals.
   o << "], \"float_units\": [";
-  for (size_t i = 0; i < unfused.size(); ++i) o << (i ? ", " : "") << json_str(unfused[i]);
+  const std::string units = "qdq_units: ";
+  size_t k = 0;
+  for (const std::string& r : rewrites.refusals)
+    if (r.compare(0, units.size(), units) == 0) o << (k++ ? ", " : "") << json_str(r.substr(units.size()));
+  o << "], \"rewrites\": {";
+  k = 0;
+  for (const auto& [name, count] : rewrites.applied) o << (k++ ? ", " : "") << json_str(name) << ": " << count;
+  o << "}, \"rewrite_refusals\": [";
+  for (size_t i = 0; i < rewrites.refusals.size(); ++i) o << (i ? ", " : "") << json_str(rewrites.refusals[i]);
   o << "]}";
   std::lock_guard<std::mutex> lock(report_mu_);
   compiled_entries_[plan.name()] = o.str();
@@ -177,21 +181,14 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       OPTIM_CHECK(ort().Node_GetName(fused_nodes[i], &fused_name));
       ReadGraph rg = read_graph(graphs[i], SIZE_MAX);
       const std::vector<std::string> outputs = value_names(fused_nodes[i], false);
-      std::vector<std::string> unfused;
-      keep_quantized_through_data_movement(rg.graph, outputs);
-      fuse_qdq_units(rg.graph, outputs, &unfused);
-      fuse_qdq_adds(rg.graph, outputs);
-      fold_constant_dequantize(rg.graph, outputs);
-      fuse_gelu(rg.graph, outputs);
-      fuse_activations(rg.graph, outputs);
-      fold_qdq_lookup_tables(rg.graph, outputs, kernels::kernel_table(ep->options_.isa));
-      if (ep->options_.channels_last) {
-        to_channels_last(rg.graph, outputs);
-        fuse_conv_epilogues(rg.graph, outputs);
-      }
+      RewriteContext rewrites;
+      rewrites.outputs = outputs;
+      rewrites.kernels = &kernels::kernel_table(ep->options_.isa);
+      rewrites.channels_last = ep->options_.channels_last;
+      run_rewrites(rg.graph, rewrites);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
-      if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, unfused);
+      if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, rewrites);
       if (ep->profile_) plan->set_profile(ep->profile_->add(plan->name(), plan->step_labels()));
       infos[i] = new ComputeInfo(std::move(plan));
     }

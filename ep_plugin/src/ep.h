@@ -12,6 +12,7 @@
 #include "graph_reader.h"
 #include "partitioner.h"
 #include "plan.h"
+#include "rewrites/rewrite.h"
 #include "step_profile.h"
 
 namespace optim {
@@ -32,7 +33,7 @@ class OptimEp : public OrtEp {
   void get_capability(const OrtGraph* graph, OrtEpGraphSupportInfo* info);
   void write_report(const std::string& graph_key, const ReadGraph& rg, const Partition& p);
   // unfused: each MatMul/Gemm kept in float, with the reason (see fuse_qdq_units).
-  void record_compiled(const Plan& plan, const std::vector<std::string>& unfused);
+  void record_compiled(const Plan& plan, const RewriteContext& rewrites);
   void flush_report();  // rewrites the placement report file; report_mu_ held
   void log(OrtLoggingLevel level, const std::string& msg) const;
 

@@ -82,4 +82,11 @@ inline void commit_rewrites(Graph& g, const Matcher& m, std::vector<Node>& added
   g.nodes = std::move(kept);
 }
 
+// A rewrite's end: commits when it added nodes, and returns how many (the places it rewrote).
+inline size_t commit_added(Graph& g, const Matcher& m, std::vector<Node>& added) {
+  const size_t n = added.size();
+  if (n) commit_rewrites(g, m, added);
+  return n;
+}
+
 }  // namespace optim

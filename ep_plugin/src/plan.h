@@ -27,6 +27,7 @@ class Plan {
   void run(OrtKernelContext* ctx) const;
 
   const std::string& name() const { return name_; }
+  static constexpr size_t kAlign = 64;  // arena buffers start at multiples of this
   size_t num_steps() const { return steps_.size(); }
   // "Conv 'c1' + Relu 'r1'", "QGemm 'fc'", ...: what runs, in order.
   std::vector<std::string> step_labels() const;
@@ -59,7 +60,37 @@ class Plan {
     std::vector<size_t> step_scratch;  // bytes per step
   };
 
-  // values: per slot, the int64 contents of shape-deciding slots (see OpDef::shape_inputs).
+  // Building (plan.cc).
+  int add_slot(const Graph& graph, const std::string& name, SlotKind kind, int io_index);
+  void add_step(const Graph& graph, const Node& node, const std::map<std::string, int>& output_index);
+  void find_shape_values();
+
+  // Running (plan_run.cc): the fused node's inputs, an arena from the pool, every slot's bytes, the steps.
+  struct Inputs {
+    std::vector<Shape> shapes;
+    std::vector<const void*> data;
+    std::map<int, std::vector<int64_t>> values;  // slots whose values decide shapes (see ShapeValues)
+  };
+  struct Arena {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+  };
+  class ArenaLease {  // an arena of at least `bytes`, aligned, handed back to the pool when it goes
+   public:
+    ArenaLease(const Plan& plan, size_t bytes);
+    ~ArenaLease();
+    uint8_t* base() const { return base_; }
+
+   private:
+    const Plan& plan_;
+    std::unique_ptr<Arena> arena_;
+    uint8_t* base_ = nullptr;
+  };
+  Inputs read_inputs(OrtKernelContext* ctx) const;
+  std::vector<void*> bind(OrtKernelContext* ctx, const Inputs& in, const ShapePlan& sp, uint8_t* base) const;
+  void run_steps(OrtKernelContext* ctx, const ShapePlan& sp, const std::vector<void*>& data, uint8_t* base) const;
+
+  // Per-shape plans (plan_shapes.cc). values: per slot, the contents of shape-deciding slots.
   std::shared_ptr<const ShapePlan> shape_plan(const std::vector<Shape>& input_shapes,
                                               const std::map<int, std::vector<int64_t>>& values) const;
   std::shared_ptr<ShapePlan> make_shape_plan(const std::vector<Shape>& input_shapes,
@@ -78,12 +109,10 @@ class Plan {
   std::map<int, std::vector<int64_t>> constant_values_;  // constant slots whose values decide shapes
   std::shared_ptr<StepProfile> profile_;  // null unless profiling
 
+  std::map<std::string, int> slot_of_;  // while building: value name -> slot
+
   mutable std::mutex mu_;
   mutable std::map<std::vector<int64_t>, std::shared_ptr<const ShapePlan>> cache_;
-  struct Arena {
-    std::unique_ptr<uint8_t[]> data;
-    size_t size = 0;
-  };
   mutable std::vector<std::unique_ptr<Arena>> free_arenas_;
 };
 

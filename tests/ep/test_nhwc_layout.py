@@ -147,3 +147,15 @@ def test_resize_between_convolutions_stays_channels_last():
              "sizes": np.array([2, 8, 11, 9], np.int64)}, opset=19)
         steps = _check(model, {"x": rand(RNG, 2, 3, 6, 5)})
         assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcResize", "NhwcConv", "ToNchw"], steps
+
+
+def test_the_placement_names_each_rewrite_and_why_a_candidate_was_left_alone():
+    """A grouped convolution with 4 channels per group stays NCHW, and the report says why."""
+    model = make_model(
+        [N("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1], name="dense"), N("Relu", ["c0"], ["r0"], name="relu"),
+         N("Conv", ["r0", "w1"], ["y"], group=4, pads=[1, 1, 1, 1], name="grouped")],
+        {"x": (np.float32, [1, 3, 6, 6])}, ["y"], {"w0": rand(RNG, 16, 3, 3, 3), "w1": rand(RNG, 16, 4, 3, 3)})
+    _check(model, {"x": rand(RNG, 1, 3, 6, 6)})
+    p = placement(session(model, fallback=False))
+    assert p.rewrites == {"channels_last": 1, "conv_epilogues": 1}, p.rewrites
+    assert any(r.startswith("channels_last: Conv 'grouped': grouped with fewer than 16") for r in p.rewrite_refusals), p.rewrite_refusals

@@ -126,12 +126,6 @@ class NhwcConvImpl : public Op {
     depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
   }
 
-  bool try_fuse_relu() override {
-    if (has_act_) return false;  // a Relu after the activation cannot become a clamp before it
-    lo_ = std::max(lo_, 0.f);
-    return true;
-  }
-
   void prepare(const kernels::KernelTable&) override {
     const int64_t taps = cg_.k_dim() / cg_.cin_g;
     if (depthwise_) {  // taps x channels

@@ -90,8 +90,6 @@ class Op {
   // Identity): the plan may then give the output the input's buffer, and run() must copy only when the
   // two differ.
   virtual bool output_aliases_input() const { return false; }
-  // Absorbs a Relu that consumes this op's only output into its epilogue; false when it cannot.
-  virtual bool try_fuse_relu() { return false; }
   // Called once at compile time with the kernel table the plan will run with (e.g. to pack weights
   // in the layout of the kernel that will read them).
   virtual void prepare(const kernels::KernelTable& kernels) { (void)kernels; }

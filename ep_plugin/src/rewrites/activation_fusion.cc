@@ -1,12 +1,16 @@
-#include "activation_fusion.h"
+// Activations exporters write as a product with the input, folded into one step that reads the tensor once:
+//   x * HardSigmoid(x) -> HardSwish (ONNX's HardSwish function, which ONNX Runtime inlines; the HardSigmoid's
+//                         own alpha and beta are kept, so the arithmetic is the same)
+//   x * Sigmoid(x)     -> Silu (internal: SiLU / Swish, as EfficientNet and YOLO write it)
+#include "rewrite.h"
 
 #include "../graph_matcher.h"
 #include "../ops/qgemm.h"
 
 namespace optim {
 
-size_t fuse_activations(Graph& g, const std::vector<std::string>& outputs) {
-  Matcher m(g, outputs);
+size_t fuse_activations(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
   std::vector<Node> added;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& mul = g.nodes[i];
@@ -43,9 +47,7 @@ size_t fuse_activations(Graph& g, const std::vector<std::string>& outputs) {
       break;
     }
   }
-  const size_t fused = added.size();
-  if (fused) commit_rewrites(g, m, added);
-  return fused;
+  return commit_added(g, m, added);
 }
 
 }  // namespace optim

@@ -1,4 +1,11 @@
-#include "conv_epilogue.h"
+// Folds what follows a float channels-last convolution into its epilogue (ops/conv_nhwc.cc):
+//   NhwcConv -> Add(other of the same shape) -> Relu | Clip(constant bounds) -> HardSwish | HardSigmoid |
+//   LeakyRelu | SiLU
+// becomes one NhwcConv with `other` as its residual input (input 3), activation_min / activation_max and
+// activation (+ activation_alpha / _beta), so the sum, clamp and activation happen while the outputs are
+// still in registers. Runs after to_channels_last (and activation_fusion, which makes the SiLUs). An NCHW
+// Conv (channels_last=0, or kept NCHW for its groups) takes a following Relu the same way.
+#include "rewrite.h"
 
 #include <algorithm>
 #include <limits>
@@ -78,14 +85,36 @@ void set_float_attr(Node& n, const char* name, float v) {
   n.attrs[name] = a;
 }
 
+// `next` becomes part of conv's step: conv writes its output, the step's label names it (Plan).
+void fold(Node& conv, const Node& next, Matcher& m, Graph& g) {
+  Attr& fused = conv.attrs["fused"];
+  fused.type = ORT_OP_ATTR_STRING;
+  fused.s += (fused.s.empty() ? "" : " + ") + next.label();
+  conv.outputs[0] = next.outputs[0];
+  m.kill(&next);
+  std::vector<Node> none;
+  commit_rewrites(g, m, none);
+}
+
 }  // namespace
 
-size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
+size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
+  const std::vector<std::string>& outputs = ctx.outputs;
   size_t folded = 0;
   for (bool changed = true; changed;) {
     changed = false;
     Matcher m(g, outputs);
     for (Node& conv : g.nodes) {
+      // An NCHW Conv (kept so by the option or for its groups) takes a following Relu into its epilogue.
+      if (is_op(&conv, "Conv") && !conv.has_attr("activation_min")) {
+        const Node* relu = m.sole_reader(conv.outputs[0]);
+        if (!is_op(relu, "Relu")) continue;
+        set_float_attr(conv, "activation_min", 0.f);
+        fold(conv, *relu, m, g);
+        ++folded;
+        changed = true;
+        break;  // the node vector moved: look again
+      }
       if (conv.domain != kInternalDomain || conv.op != "NhwcConv") continue;
       const Node* next = m.sole_reader(conv.outputs[0]);
       if (!next) continue;
@@ -101,7 +130,10 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
         // broadcasts into the output still works, see NhwcConv).
         const bool same = a && b && y && a->has_shape && b->has_shape && a->shape == b->shape && y->has_shape &&
                           y->shape == a->shape && b->dtype == DType::kFloat32;
-        if (!same || other == conv.outputs[0] || depends_on(g, other, conv.outputs[0])) continue;
+        if (!same || other == conv.outputs[0] || depends_on(g, other, conv.outputs[0])) {
+          ctx.refuse("conv_epilogues", *next, "its other operand does not have the convolution's shape, or comes from it");
+          continue;
+        }
         conv.inputs.resize(4);
         conv.inputs[3] = other;
       } else if (!conv.has_attr("activation") && activation_attrs(*next, &conv)) {
@@ -118,13 +150,7 @@ size_t fuse_conv_epilogues(Graph& g, const std::vector<std::string>& outputs) {
       } else {
         continue;
       }
-      Attr& fused = conv.attrs["fused"];  // the step's label names what it absorbed (Plan)
-      fused.type = ORT_OP_ATTR_STRING;
-      fused.s += (fused.s.empty() ? "" : " + ") + next->label();
-      conv.outputs[0] = next->outputs[0];
-      m.kill(next);
-      std::vector<Node> none;
-      commit_rewrites(g, m, none);
+      fold(conv, *next, m, g);
       ++folded;
       changed = true;
       break;  // the node vector moved: look again

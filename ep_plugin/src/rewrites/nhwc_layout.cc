@@ -1,4 +1,10 @@
-#include "nhwc_layout.h"
+// The channels-last rewrite: inside a partition, convolutions run on [N, H, W, C] tensors (ops/conv_nhwc.h),
+// and so do the ops around them that do not care about the layout (element-wise ops, Concat, pooling,
+// Quantize/DequantizeLinear per tensor), so that the layout changes only at the region's edges:
+//   x -> ToNhwc -> NhwcConv -> Relu -> NhwcMaxPool -> NhwcQConv ... -> ToNchw -> (partition output, or an
+//   op that needs NCHW: Reshape, Flatten, Gemm...)
+// Partition inputs and outputs keep ONNX's NCHW layout. Constants read by moved ops are re-laid once here.
+#include "rewrite.h"
 
 #include <algorithm>
 #include <cstring>
@@ -96,9 +102,15 @@ Tensor constant_to_nhwc(const Tensor& t, size_t r) {
   return out;
 }
 
+struct LayoutReport {
+  size_t convolutions = 0;    // Conv / QConv moved to channels last
+  size_t moved = 0;           // other ops moved with them
+  size_t layout_changes = 0;  // ToNhwc / ToNchw nodes left in the partition
+};
+
 class Rewriter {
  public:
-  Rewriter(Graph& g, const std::vector<std::string>& outputs) : g_(g), outputs_(outputs.begin(), outputs.end()) {}
+  Rewriter(Graph& g, RewriteContext& ctx) : g_(g), ctx_(ctx), outputs_(ctx.outputs.begin(), ctx.outputs.end()) {}
 
   LayoutReport run() {
     dead_.assign(g_.nodes.size(), false);
@@ -211,12 +223,25 @@ class Rewriter {
     if ((!conv && !qconv) || n.outputs.size() != 1) return false;
     const size_t w_idx = conv ? 1 : kQGemmW;
     const Tensor* w = g_.constant(n.inputs[w_idx]);
-    if (!w || (w->shape.size() != 3 && w->shape.size() != 4) || rank(n.inputs[0]) != w->shape.size()) return false;
-    if (conv && (w->dtype != DType::kFloat32 || (n.has_input(2) && !g_.constant(n.inputs[2])))) return false;
+    if (!w || w->dtype == DType::kFloat64 || (conv && w->dtype != DType::kFloat32)) {
+      ctx_.refuse("channels_last", n, "its weights are not a float32 or int8 constant");
+      return false;
+    }
+    if ((w->shape.size() != 3 && w->shape.size() != 4) || rank(n.inputs[0]) != w->shape.size()) {
+      ctx_.refuse("channels_last", n, "it is not a 1-D or 2-D convolution of an input of known rank");
+      return false;
+    }
+    if (conv && n.has_input(2) && !g_.constant(n.inputs[2])) {
+      ctx_.refuse("channels_last", n, "its bias is not a constant");
+      return false;
+    }
     // Grouped (not depthwise) convolutions with few output channels per group fill a fraction of the
     // channels-last GEMM's 16-wide panels; the NCHW direct kernels run them several times faster.
     const int64_t group = n.attr_i("group", 1), cout = w->shape[0];
-    if (group > 1 && !(w->shape[1] == 1 && cout == group) && cout / group < 16) return false;
+    if (group > 1 && !(w->shape[1] == 1 && cout == group) && cout / group < 16) {
+      ctx_.refuse("channels_last", n, "grouped with fewer than 16 output channels per group (the NCHW kernels run it faster)");
+      return false;
+    }
     const std::string y = n.outputs[0], y_nhwc = add_nhwc_value(y);
     const std::string x = nhwc_of(n.inputs[0]);  // may grow g_.nodes: `n` is stale from here
     Node& node = g_.nodes[i];
@@ -415,6 +440,7 @@ class Rewriter {
   }
 
   Graph& g_;
+  RewriteContext& ctx_;
   std::set<std::string> outputs_;
   std::vector<bool> dead_;
   std::map<std::string, std::string> to_nhwc_;  // NCHW value -> the output of its ToNhwc
@@ -424,6 +450,9 @@ class Rewriter {
 
 }  // namespace
 
-LayoutReport to_channels_last(Graph& g, const std::vector<std::string>& outputs) { return Rewriter(g, outputs).run(); }
+size_t to_channels_last(Graph& g, RewriteContext& ctx) {
+  if (!ctx.channels_last) return 0;
+  return Rewriter(g, ctx).run().convolutions;
+}
 
 }  // namespace optim

@@ -1,4 +1,10 @@
-#include "qdq_lut.h"
+// Quantized element-wise regions as lookup tables. Between DequantizeLinear(x) and QuantizeLinear, per
+// tensor, a chain of element-wise float ops whose only varying input is x (uint8/int8; other inputs scalar
+// constants, e.g. SiLU as DQ -> Sigmoid -> Q -> DQ -> Mul(DQ(x), .) -> Q, HardSwish, a requantization)
+// maps each of x's 256 possible bytes to one output byte. The region becomes one QLut step: the table is
+// computed here by running the region's own ops (the kernels the partition runs with) on all 256 bytes,
+// so the step gives exactly what the float ops between the Q/DQ pairs would.
+#include "rewrite.h"
 
 #include <algorithm>
 #include <map>
@@ -162,7 +168,9 @@ std::vector<uint8_t> evaluate(const Graph& g, const std::set<size_t>& region, co
 
 }  // namespace
 
-size_t fold_qdq_lookup_tables(Graph& g, const std::vector<std::string>& outputs, const kernels::KernelTable& kernels) {
+size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx) {
+  const std::vector<std::string>& outputs = ctx.outputs;
+  const kernels::KernelTable& kernels = *ctx.kernels;
   Matcher m(g, outputs);
   std::vector<Node> added;
   // From the last QuantizeLinear back: the region ending at a later one takes in the Q/DQ pairs before it.
@@ -178,7 +186,8 @@ size_t fold_qdq_lookup_tables(Graph& g, const std::vector<std::string>& outputs,
     std::vector<uint8_t> table;
     try {
       table = evaluate(g, region, source, q.outputs[0], kernels);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      ctx.refuse("qdq_lookup_tables", q, std::string("its region could not be evaluated: ") + e.what());
       continue;  // the region stays as it is: its ops run as written
     }
     const std::string table_name = q.outputs[0] + "/lut";

@@ -1,8 +1,9 @@
-#include "gelu_fusion.h"
-
+// The exact GELU as exporters write it out, x * 0.5 * (1 + erf(x / sqrt 2)) in five nodes (Div or Mul, Erf,
+// Add, Mul, Mul in either order), as one Gelu node: one pass over the tensor instead of five.
 #include <cmath>
 
-#include "graph_matcher.h"
+#include "../graph_matcher.h"
+#include "rewrite.h"
 
 namespace optim {
 namespace {
@@ -33,8 +34,8 @@ bool near(float v, double want) { return std::fabs(v - want) <= 1e-6 * std::fabs
 
 }  // namespace
 
-size_t fuse_gelu(Graph& g, const std::vector<std::string>& outputs) {
-  Matcher m(g, outputs);
+size_t fuse_gelu(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
   std::vector<Node> added;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& erf = g.nodes[i];
@@ -75,9 +76,7 @@ size_t fuse_gelu(Graph& g, const std::vector<std::string>& outputs) {
     for (const Node* n : {scale, &erf, add, m1, m2}) m.kill(n);
     added.push_back(std::move(gelu));
   }
-  const size_t fused = added.size();
-  if (fused) commit_rewrites(g, m, added);
-  return fused;
+  return commit_added(g, m, added);
 }
 
 }  // namespace optim

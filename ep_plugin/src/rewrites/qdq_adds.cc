@@ -1,0 +1,64 @@
+// DequantizeLinear(a) + DequantizeLinear(b) [-> Relu] -> QuantizeLinear (residual adds) becomes one internal
+// QAdd node on the quantized tensors.
+#include "rewrite.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "../graph_matcher.h"
+#include "../ops/qgemm.h"
+#include "qdq_checks.h"
+
+namespace optim {
+
+size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
+  std::vector<Node> added;
+  const size_t original = g.nodes.size();
+  for (size_t i = 0; i < original; ++i) {
+    if (m.dead().count(i)) continue;
+    const Node& add = g.nodes[i];
+    if (add.op != "Add" || !(add.domain.empty() || add.domain == "ai.onnx") || add.inputs.size() != 2) continue;
+    const Node* da = m.produced_by(add.inputs[0], "DequantizeLinear");
+    const Node* db = m.produced_by(add.inputs[1], "DequantizeLinear");
+    if (!da || !db || !activation_dq_ok(g, *da) || !activation_dq_ok(g, *db)) continue;
+    std::vector<const Node*> chain;
+    const Node* next = m.sole_reader(add.outputs[0]);
+    bool relu = false;
+    if (next && next->op == "Relu") {
+      relu = true;
+      chain.push_back(next);
+      next = m.sole_reader(next->outputs[0]);
+    }
+    if (!next || next->op != "QuantizeLinear" || !is_float_scalar(g, next->inputs[1]) || !is_int8_scalar_or_absent(g, *next, 2)) {
+      ctx.refuse("qdq_adds", add, "its result is not read by one QuantizeLinear per tensor (through an optional Relu)");
+      continue;
+    }
+    const DType out_type = dtype_of(g, next->outputs[0]);
+    if (out_type != DType::kUint8 && out_type != DType::kInt8) continue;
+    Node q;
+    q.name = add.name;
+    q.op = "QAdd";
+    q.domain = kInternalDomain;
+    q.since_version = 1;
+    q.inputs = {da->inputs[0], da->inputs[1], da->has_input(2) ? da->inputs[2] : "",
+                db->inputs[0], db->inputs[1], db->has_input(2) ? db->inputs[2] : "",
+                next->inputs[1], next->has_input(2) ? next->inputs[2] : ""};
+    q.outputs = {next->outputs[0]};
+    Attr rl;
+    rl.type = ORT_OP_ATTR_INT;
+    rl.i = relu ? 1 : 0;
+    q.attrs["relu"] = rl;
+    m.kill(&add);
+    for (const Node* c : chain) m.kill(c);
+    m.kill(next);
+    m.kill_if_unread(da);
+    if (db != da) m.kill_if_unread(db);
+    added.push_back(std::move(q));
+  }
+  return commit_added(g, m, added);
+}
+
+}  // namespace optim

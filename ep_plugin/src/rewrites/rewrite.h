@@ -1,0 +1,54 @@
+// The graph rewrites OptimEP makes inside a partition before its plan is built, in one ordered list
+// (rewrite_list.cc). Each takes the partition's graph and a RewriteContext, returns how many places it
+// rewrote, and says for each candidate it looked at and left alone why (the placement report's
+// "rewrites", `optim run -v`). A rewrite never changes what the partition computes, only how: integer
+// units for QDQ patterns, fused activations, channels-last layout, tables for quantized element-wise regions.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../../kernels/kernel_table.h"
+#include "../ir.h"
+
+namespace optim {
+
+struct RewriteContext {
+  std::vector<std::string> outputs;  // the partition's outputs: values every rewrite keeps
+  const kernels::KernelTable* kernels = nullptr;  // what the plan will run with
+  bool channels_last = true;                      // EP option channels_last
+  // "rewrite: Op 'node': reason" for each candidate a rewrite left as it was.
+  std::vector<std::string> refusals;
+  std::map<std::string, size_t> applied;  // rewrite name -> places rewritten
+
+  void refuse(const char* rewrite, const Node& n, const std::string& why) {
+    refusals.push_back(std::string(rewrite) + ": " + n.label() + ": " + why);
+  }
+};
+
+using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
+
+struct Rewrite {
+  const char* name;
+  RewriteFn run;
+};
+
+// Every rewrite, in the order they run (see rewrite_list.cc for why that order).
+const std::vector<Rewrite>& rewrite_list();
+
+// Runs the list on g; ctx.applied and ctx.refusals say what happened.
+void run_rewrites(Graph& g, RewriteContext& ctx);
+
+// The rewrites themselves, one file each.
+size_t keep_quantized_through_data_movement(Graph& g, RewriteContext& ctx);  // quantized_data_movement.cc
+size_t fuse_qdq_units(Graph& g, RewriteContext& ctx);                        // qdq_units.cc
+size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx);                         // qdq_adds.cc
+size_t fold_constant_dequantize(Graph& g, RewriteContext& ctx);              // fold_dequantize.cc
+size_t fuse_gelu(Graph& g, RewriteContext& ctx);                             // gelu_fusion.cc
+size_t fuse_activations(Graph& g, RewriteContext& ctx);                      // activation_fusion.cc
+size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // qdq_lut.cc
+size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // nhwc_layout.cc
+size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
+
+}  // namespace optim

@@ -1,0 +1,33 @@
+#include "rewrite.h"
+
+namespace optim {
+
+const std::vector<Rewrite>& rewrite_list() {
+  // Order: the QDQ patterns first, while the Q/DQ pairs that mark them are still in place (data movement
+  // before units, so a MaxPool between two units does not hide them; units before Adds, since a unit's
+  // bias Add belongs to it); then constant DequantizeLinears left over become float weights; then float
+  // fusions (GELU, SiLU / HardSwish) before the lookup tables, which take the quantized element-wise
+  // regions that remain; the layout last, as it moves whatever the others left, and the convolution
+  // epilogues after it (they fold what follows a channels-last convolution).
+  static const std::vector<Rewrite> list = {
+      {"quantized_data_movement", keep_quantized_through_data_movement},
+      {"qdq_units", fuse_qdq_units},
+      {"qdq_adds", fuse_qdq_adds},
+      {"fold_dequantize", fold_constant_dequantize},
+      {"gelu", fuse_gelu},
+      {"activations", fuse_activations},
+      {"qdq_lookup_tables", fold_qdq_lookup_tables},
+      {"channels_last", to_channels_last},
+      {"conv_epilogues", fuse_conv_epilogues},
+  };
+  return list;
+}
+
+void run_rewrites(Graph& g, RewriteContext& ctx) {
+  for (const Rewrite& r : rewrite_list()) {
+    const size_t n = r.run(g, ctx);
+    if (n) ctx.applied[r.name] += n;
+  }
+}
+
+}  // namespace optim
