@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "dwconv_taps.h"
 #include "math_avx512.h"
@@ -20,37 +21,46 @@ constexpr int kPixels = 4;
 
 inline __mmask16 mask_of(int64_t n) { return n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
 
+// Calls f(std::integral_constant<int, I>) for I = 0 .. N-1, unrolled at compile time: the register arrays
+// below are indexed by constants only, or GCC keeps them on the stack.
+template <typename F, int... I>
+inline __attribute__((always_inline)) void unrolled(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, typename F>
+inline __attribute__((always_inline)) void unrolled(F&& f) {
+  unrolled(f, std::make_integer_sequence<int, N>{});
+}
+
 // Stride 1, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose windows lie inside
-// the input row, four at a time. Per 16-channel block the window's weights stay in registers, and each
-// input pixel is loaded once for the (up to KW) outputs that read it; every output still sums its taps in
-// (ky, kx) order, as the other paths do.
-template <int KH, int KW, typename LoadX, typename Finish>
+// the input row, P at a time. Per 16-channel block and kernel row, the row's KW weights are loaded once
+// and each input pixel once for the (up to KW) outputs that read it; every output still sums its taps in
+// (ky, kx) order, as the other paths do. Channels inside the pixel loop keep the reads sequential.
+template <int KH, int KW, int P, typename LoadX, typename Finish>
 void row_stride1(const DwconvGeometry& g, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                  int64_t ox_end, LoadX load_x, Finish finish) {
-  for (int64_t j = 0; j < g.channels; j += 16) {
-    const __mmask16 k = mask_of(g.channels - j);
-    __m512 wv[KH][KW];
-    bool row_ok[KH];
-    for (int ky = 0; ky < KH; ++ky) {
-      row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h;
-      for (int kx = 0; kx < KW; ++kx) wv[ky][kx] = _mm512_maskz_loadu_ps(k, w + (ky * KW + kx) * g.channels + j);
-    }
-    for (int64_t o = ox; o + kPixels <= ox_end; o += kPixels) {
-      __m512 acc[kPixels];
-      for (int p = 0; p < kPixels; ++p) acc[p] = _mm512_setzero_ps();
-      const int64_t x0 = o - g.pw;
-      for (int ky = 0; ky < KH; ++ky) {
-        if (!row_ok[ky]) continue;
+  bool row_ok[KH];
+  unrolled<KH>([&](auto ky) { row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h; });
+  for (int64_t o = ox; o + P <= ox_end; o += P) {
+    const int64_t x0 = o - g.pw;
+    for (int64_t j = 0; j < g.channels; j += 16) {
+      const __mmask16 k = mask_of(g.channels - j);
+      __m512 acc[P];
+      unrolled<P>([&](auto p) { acc[p] = _mm512_setzero_ps(); });
+      unrolled<KH>([&](auto ky) {
+        if (!row_ok[ky]) return;
+        __m512 wv[KW];
+        unrolled<KW>([&](auto kx) { wv[kx] = _mm512_maskz_loadu_ps(k, w + (ky * KW + kx) * g.channels + j); });
         const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
-#pragma GCC unroll 8
-        for (int c = 0; c < kPixels + KW - 1; ++c) {
+        unrolled<P + KW - 1>([&](auto c) {
           const __m512 v = load_x(row + c * g.cs, j, k);
-#pragma GCC unroll 4
-          for (int p = 0; p < kPixels; ++p)
-            if (c - p >= 0 && c - p < KW) acc[p] = _mm512_fmadd_ps(v, wv[ky][c - p], acc[p]);
-        }
-      }
-      for (int p = 0; p < kPixels; ++p) finish(m_row + o + p, j, k, acc[p]);
+          unrolled<P>([&](auto p) {
+            constexpr int kx = decltype(c)::value - decltype(p)::value;
+            if constexpr (kx >= 0 && kx < KW) acc[p] = _mm512_fmadd_ps(v, wv[kx], acc[p]);
+          });
+        });
+      });
+      unrolled<P>([&](auto p) { finish(m_row + o + p, j, k, acc[p]); });
     }
   }
 }
@@ -97,10 +107,16 @@ void drive(const DwconvGeometry& g, const float* w, int64_t m0, int64_t m1, Load
     }
     const int64_t image = img * dwconv_image_stride(g);
     if (g.sw == 1 && g.dw == 1 && g.dh == 1 && ((g.kh == 3 && g.kw == 3) || (g.kh == 5 && g.kw == 5))) {
-      const int64_t n = (run_end - m) / kPixels * kPixels, m_row = m - ox;
-      if (g.kh == 3) row_stride1<3, 3>(g, w, image, y0, m_row, ox, ox + n, load_x, finish);
-      else row_stride1<5, 5>(g, w, image, y0, m_row, ox, ox + n, load_x, finish);
-      m += n;
+      // Eight pixels per step (more independent sums in flight), then four.
+      const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
+      if (g.kh == 3) {
+        row_stride1<3, 3, 8>(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
+        row_stride1<3, 3, 4>(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+      } else {
+        row_stride1<5, 5, 8>(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
+        row_stride1<5, 5, 4>(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+      }
+      m += n8 + n4;
     }
     for (; m + kPixels <= run_end; m += kPixels) {
       const int64_t x0 = (m % g.ow) * g.sw - g.pw;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "broadcast.h"
+#include "../aligned_vector.h"
 #include "conv_nhwc.h"
 
 namespace optim {
@@ -274,7 +275,7 @@ class NhwcConvImpl : public Op {
   ConvGeometry cg_;
   std::vector<float> weights_;  // [Cout, Cin/g, taps] until prepare()
   std::vector<std::vector<float>> packed_;  // per group: GEMM B panels (dense)
-  std::vector<float> dw_;                    // taps x channels (depthwise)
+  AlignedVector<float> dw_;                  // taps x channels (depthwise)
   std::vector<float> bias_;
   float lo_ = 0.f, hi_ = 0.f;
   bool has_act_ = false;  // an activation after the clamp (attribute activation, from conv_epilogue.cc)

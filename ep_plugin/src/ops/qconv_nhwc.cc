@@ -8,6 +8,7 @@
 //   weights are checked for here (else the dense forms run it).
 #include <cmath>
 
+#include "../aligned_vector.h"
 #include "conv_nhwc.h"
 #include "qgemm.h"
 
@@ -138,7 +139,7 @@ class NhwcQConvImpl : public Op {
     const int64_t tasks = (units + rows_per_task - 1) / rows_per_task;
     const uint8_t* src = static_cast<const uint8_t*>(x.data);  // one byte per element
     rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-      thread_local std::vector<float> band;
+      thread_local AlignedVector<float> band;
       const int64_t u1 = std::min(units, (static_cast<int64_t>(t) + 1) * rows_per_task);
       for (int64_t u = static_cast<int64_t>(t) * rows_per_task; u < u1;) {
         const int64_t img = u / l.oh, oy0 = u % l.oh, oy1 = std::min(l.oh, oy0 + (u1 - u));
@@ -223,7 +224,7 @@ class NhwcQConvImpl : public Op {
   int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
   std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
   std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
-  std::vector<float> dw_;                     // depthwise: taps x channels, weights minus their zero points
+  AlignedVector<float> dw_;                   // depthwise: taps x channels, weights minus their zero points
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;
 };
