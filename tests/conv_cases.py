@@ -1,7 +1,8 @@
 """Convolution geometries drawn by hypothesis, shared by the integer and float convolution tests: 1-D and
 2-D, 1-2 groups, 1-5 input channels per group, output channels around the kernels' row tiles, kernels
 of 1-3 per dim, strides 1-3, dilations 1-2, asymmetric pads 0-2, widths around the 8-pixel segments,
-uint8/int8 inputs, weight zero points that keep int8 weights or not, Relu or not."""
+uint8/int8 inputs and (integer convolutions) outputs, weight zero points that keep int8 weights or not,
+Relu or not."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ def conv_cases(draw):
     groups = draw(st.integers(1, 2))
     c = dict(
         spatial=spatial, n=draw(st.integers(1, 2)), groups=groups, cin_g=draw(st.integers(1, 5)),
-        cout_g=draw(st.sampled_from([1, 3, 8, 9, 16, 17, 20])),
+        cout_g=draw(st.sampled_from([1, 3, 8, 9, 16, 17, 20, 32, 40])),
         kernel=[draw(st.integers(1, 3)) for _ in range(spatial)],
         strides=[draw(st.integers(1, 3)) for _ in range(spatial)],
         dilations=[draw(st.integers(1, 2)) for _ in range(spatial)],
         pads=[draw(st.integers(0, 2)) for _ in range(2 * spatial)],
         size=[draw(st.integers(1, 7))] * (spatial - 1) + [draw(st.sampled_from([1, 5, 8, 9, 16, 17, 23]))],
-        x_type=draw(st.sampled_from(["u8", "s8"])), w_zero=draw(st.sampled_from([0, 0, -3])),
-        relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
+        x_type=draw(st.sampled_from(["u8", "s8"])), y_type=draw(st.sampled_from(["u8", "s8"])),
+        w_zero=draw(st.sampled_from([0, 0, -3])), relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
     for d in range(spatial):  # at least one output pixel
         span = (c["kernel"][d] - 1) * c["dilations"][d] + 1
         if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:
@@ -43,7 +44,8 @@ def depthwise_cases(draw):
         dilations=[draw(st.sampled_from([1, 1, 2])) for _ in range(spatial)],
         pads=[draw(st.integers(0, k // 2 + 1)) for _ in range(2 * spatial)],
         size=[draw(st.integers(1, 9))] * (spatial - 1) + [draw(st.sampled_from([1, 4, 7, 12, 23]))],
-        x_type=draw(st.sampled_from(["u8", "s8"])), w_zero=0, relu=draw(st.booleans()),
+        x_type=draw(st.sampled_from(["u8", "s8"])), y_type=draw(st.sampled_from(["u8", "s8"])), w_zero=0,
+        relu=draw(st.booleans()),
         seed=draw(st.integers(0, 2**16)))
     for d in range(spatial):  # at least one output pixel
         span = (c["kernel"][d] - 1) * c["dilations"][d] + 1

@@ -82,6 +82,22 @@ def assert_close(ours: np.ndarray, ref: np.ndarray, atol: float = FLOAT_ATOL, rt
         )
 
 
+def requantize(acc: np.ndarray, x_scale, w_scale, y_scale, y_zero, lo: int, hi: int, bias=None,
+               channel_axis: int = -1) -> np.ndarray:
+    """OptimEP's int8 epilogue (kernel_table.h QgemmEpilogue) in numpy float32: exact int32 sums times
+    x_scale * w_scale / y_scale (per output channel along `channel_axis`), plus the real bias / y_scale,
+    rounded half to even, plus the zero point, saturated to [lo, hi]. Returns float32 integers."""
+    y_scale = np.float32(y_scale)
+    shape = [1] * acc.ndim
+    shape[channel_axis] = -1
+    scale = ((np.float32(x_scale) * np.asarray(w_scale, np.float32)).astype(np.float32) / y_scale).astype(np.float32)
+    real = acc.astype(np.int32).astype(np.float32) * scale.reshape(shape) if scale.ndim else \
+        acc.astype(np.int32).astype(np.float32) * scale
+    if bias is not None:
+        real = real + (np.asarray(bias, np.float32) / y_scale).astype(np.float32).reshape(shape)
+    return np.clip(np.rint(real.astype(np.float32)) + np.float32(y_zero), lo, hi)
+
+
 def rand(rng: np.random.Generator, *shape, low: float | None = None) -> np.ndarray:
     x = np.asarray(rng.standard_normal(shape), dtype=np.float32)
     return np.asarray(np.abs(x) + np.float32(low), dtype=np.float32) if low is not None else x

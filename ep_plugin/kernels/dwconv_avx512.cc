@@ -32,17 +32,18 @@ inline __attribute__((always_inline)) void unrolled(F&& f) {
   unrolled(f, std::make_integer_sequence<int, N>{});
 }
 
-// Stride 1, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose windows lie inside
-// the input row, P at a time. Per 16-channel block and kernel row, the row's KW weights are loaded once
-// and each input pixel once for the (up to KW) outputs that read it; every output still sums its taps in
-// (ky, kx) order, as the other paths do. Channels inside the pixel loop keep the reads sequential.
-template <int KH, int KW, int P, typename LoadX, typename Finish>
-void row_stride1(const DwconvGeometry& g, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
+// Horizontal stride S, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose
+// windows lie inside the input row, P at a time. Per 16-channel block and kernel row, the row's KW
+// weights are loaded once and each input pixel once for the outputs that read it (up to KW / S); every
+// output still sums its taps in (ky, kx) order, as the other paths do. Channels inside the pixel loop keep
+// the reads sequential.
+template <int KH, int KW, int S, int P, typename LoadX, typename Finish>
+void row_window(const DwconvGeometry& g, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                  int64_t ox_end, LoadX load_x, Finish finish) {
   bool row_ok[KH];
   unrolled<KH>([&](auto ky) { row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h; });
   for (int64_t o = ox; o + P <= ox_end; o += P) {
-    const int64_t x0 = o - g.pw;
+    const int64_t x0 = o * S - g.pw;
     for (int64_t j = 0; j < g.channels; j += 16) {
       const __mmask16 k = mask_of(g.channels - j);
       __m512 acc[P];
@@ -52,10 +53,10 @@ void row_stride1(const DwconvGeometry& g, const float* w, int64_t image, int64_t
         __m512 wv[KW];
         unrolled<KW>([&](auto kx) { wv[kx] = _mm512_maskz_loadu_ps(k, w + (ky * KW + kx) * g.channels + j); });
         const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
-        unrolled<P + KW - 1>([&](auto c) {
+        unrolled<(P - 1) * S + KW>([&](auto c) {
           const __m512 v = load_x(row + c * g.cs, j, k);
           unrolled<P>([&](auto p) {
-            constexpr int kx = decltype(c)::value - decltype(p)::value;
+            constexpr int kx = decltype(c)::value - S * decltype(p)::value;
             if constexpr (kx >= 0 && kx < KW) acc[p] = _mm512_fmadd_ps(v, wv[kx], acc[p]);
           });
         });
@@ -106,16 +107,20 @@ void drive(const DwconvGeometry& g, const float* w, int64_t m0, int64_t m1, Load
       }
     }
     const int64_t image = img * dwconv_image_stride(g);
-    if (g.sw == 1 && g.dw == 1 && g.dh == 1 && ((g.kh == 3 && g.kw == 3) || (g.kh == 5 && g.kw == 5))) {
+    // 3x3 at stride 1 or 2, 5x5 at stride 1 (5x5 at stride 2 measured no faster than the loop below).
+    const bool w3 = g.kh == 3 && g.kw == 3 && (g.sw == 1 || g.sw == 2), w5 = g.kh == 5 && g.kw == 5 && g.sw == 1;
+    if ((w3 || w5) && g.dw == 1 && g.dh == 1) {
       // Eight pixels per step (more independent sums in flight), then four.
       const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
-      if (g.kh == 3) {
-        row_stride1<3, 3, 8>(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
-        row_stride1<3, 3, 4>(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
-      } else {
-        row_stride1<5, 5, 8>(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
-        row_stride1<5, 5, 4>(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
-      }
+      auto rows = [&](auto kernel8, auto kernel4) {
+        kernel8(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
+        kernel4(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+      };
+      using LX = decltype(load_x);
+      using FN = decltype(finish);
+      if (g.kh == 3 && g.sw == 1) rows(row_window<3, 3, 1, 8, LX, FN>, row_window<3, 3, 1, 4, LX, FN>);
+      else if (g.kh == 3) rows(row_window<3, 3, 2, 8, LX, FN>, row_window<3, 3, 2, 4, LX, FN>);
+      else rows(row_window<5, 5, 1, 8, LX, FN>, row_window<5, 5, 1, 4, LX, FN>);
       m += n8 + n4;
     }
     for (; m + kPixels <= run_end; m += kPixels) {
@@ -164,7 +169,7 @@ void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
         // The sums are exact integers below 2^24: converting them to int32 is exact too.
         const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);
         const float* bias = a.ep->bias_col ? a.ep->bias_col + j : nullptr;
-        requantize16(_mm512_cvtps_epi32(acc), _mm512_setzero_si512(), scale, bias, k, *a.ep, a.c, m * a.ldc + j);
+        requantize16(acc, scale, bias, k, *a.ep, a.c, m * a.ldc + j);
       });
 }
 

@@ -60,7 +60,9 @@ constexpr int64_t kQgemmMR = 4;
 enum class QuantOut { kUint8 = 0, kInt8, kFloat32 };
 
 // real = acc * scale (+ bias), with scale and bias per column or per row (one of each may be set);
-// then for integer outputs q = saturate(round_half_even(real * inv_out_scale) + out_zero, qmin, qmax).
+// for integer outputs scale and bias count output steps (the op divided them by the output scale, as
+// ONNX Runtime's requantization multiplier x_scale * w_scale / y_scale does), and
+// q = saturate(round_half_even(real) + out_zero, qmin, qmax).
 struct QgemmEpilogue {
   const float* scale_col = nullptr;
   const float* scale_row = nullptr;
@@ -68,7 +70,6 @@ struct QgemmEpilogue {
   const float* bias_col = nullptr;
   const float* bias_row = nullptr;
   QuantOut out = QuantOut::kFloat32;
-  float inv_out_scale = 1.f;
   int32_t out_zero = 0, qmin = 0, qmax = 255;  // qmin/qmax also carry a fused Relu/Clip
 };
 

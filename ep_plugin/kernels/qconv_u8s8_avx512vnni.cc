@@ -23,14 +23,7 @@ inline __m128i load8(const uint8_t* p) { return _mm_loadl_epi64(reinterpret_cast
 inline void requantize_row(__m256i acc, int64_t i, const QgemmEpilogue& ep, uint8_t* dst) {
   __m256 real = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(ep.scale_row[i]));
   if (ep.bias_row) real = _mm256_add_ps(real, _mm256_set1_ps(ep.bias_row[i]));
-  __m256 q = _mm256_round_ps(_mm256_mul_ps(real, _mm256_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  q = _mm256_add_ps(q, _mm256_set1_ps(static_cast<float>(ep.out_zero)));
-  q = _mm256_max_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmin)));  // NaN becomes qmin, as in store8
-  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax)));
-  const __m256i v = _mm256_cvtps_epi32(q);
-  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i v8 = ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), v8);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), bytes8(quantize8(real, ep), ep));
 }
 
 // The tile's sums go to `out` (MR x 8 int32), or, with `direct` (8 pixels, a quantized output with

@@ -27,7 +27,7 @@ inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& 
     static_cast<float*>(c)[index] = real;
     return;
   }
-  float q = std::nearbyint(real * ep.inv_out_scale) + static_cast<float>(ep.out_zero);
+  float q = std::nearbyint(real) + static_cast<float>(ep.out_zero);
   q = q < static_cast<float>(ep.qmin) ? static_cast<float>(ep.qmin) : q;  // NaN keeps going: caught below
   q = q > static_cast<float>(ep.qmax) ? static_cast<float>(ep.qmax) : q;
   const int32_t v = q == q ? static_cast<int32_t>(q) : ep.qmin;

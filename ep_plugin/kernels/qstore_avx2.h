@@ -10,6 +10,22 @@
 namespace optim::kernels {
 namespace {  // internal linkage, as in qgemm_epilogue.h
 
+// Eight real values of an integer output as int32, saturated and shifted by the zero point. Clamping to
+// [qmin - zero, qmax - zero] before rounding equals rounding first (the bounds are integers) and leaves
+// the integer add exact; max returns its second operand for NaN, so NaN becomes qmin as in the scalar code.
+inline __m256i quantize8(__m256 real, const QgemmEpilogue& ep) {
+  __m256 q = _mm256_max_ps(real, _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero)));
+  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero)));
+  q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // half to even, whatever MXCSR says
+  return _mm256_add_epi32(_mm256_cvttps_epi32(q), _mm256_set1_epi32(ep.out_zero));
+}
+
+// Eight int32 values inside the output type's range, as its bytes.
+inline __m128i bytes8(__m256i v, const QgemmEpilogue& ep) {
+  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
+}
+
 // Eight columns j0..j0+7 of row i, all inside C: the scalar epilogue's operations, vectorized.
 inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
   __m256 real = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)));
@@ -22,15 +38,7 @@ inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogu
     _mm256_storeu_ps(static_cast<float*>(c) + index, real);
     return;
   }
-  __m256 q = _mm256_round_ps(_mm256_mul_ps(real, _mm256_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  q = _mm256_add_ps(q, _mm256_set1_ps(static_cast<float>(ep.out_zero)));
-  // max/min return the second operand when the first is NaN: NaN becomes qmin, as in the scalar code.
-  q = _mm256_max_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmin)));
-  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax)));
-  const __m256i v = _mm256_cvtps_epi32(q);  // exact: q is an integer inside [qmin, qmax]
-  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i v8 = ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(quantize8(real, ep), ep));
 }
 
 inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep, void* c, int64_t ldc) {

@@ -10,6 +10,17 @@
 namespace optim::kernels {
 namespace {  // internal linkage, as in qgemm_epilogue.h
 
+// Sixteen real values of an integer output as int32, saturated and shifted by the zero point: clamped to
+// [qmin - zero, qmax - zero] first (equal to rounding first, the bounds being integers; max returns its
+// second operand for NaN, so NaN becomes qmin as in the scalar code), rounded half to even by the
+// instruction itself, then the exact integer add.
+inline __m512i quantize16(__m512 real, const QgemmEpilogue& ep) {
+  __m512 q = _mm512_max_ps(real, _mm512_set1_ps(static_cast<float>(ep.qmin - ep.out_zero)));
+  q = _mm512_min_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmax - ep.out_zero)));
+  return _mm512_add_epi32(_mm512_cvt_roundps_epi32(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          _mm512_set1_epi32(ep.out_zero));
+}
+
 // Sixteen columns j0..j0+15 of row i, all inside C.
 inline void store16(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
   __m512 real = _mm512_cvtepi32_ps(_mm512_loadu_si512(acc));
@@ -22,30 +33,23 @@ inline void store16(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilog
     _mm512_storeu_ps(static_cast<float*>(c) + index, real);
     return;
   }
-  __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(real, _mm512_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  q = _mm512_add_ps(q, _mm512_set1_ps(static_cast<float>(ep.out_zero)));
-  q = _mm512_max_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmin)));  // NaN becomes qmin, as in the scalar code
-  q = _mm512_min_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmax)));
-  const __m128i v8 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));  // in range after the clamp: plain truncation
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), v8);
+  // In range after quantize16: plain truncation to bytes.
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), _mm512_cvtepi32_epi8(quantize16(real, ep)));
 }
 
 // The epilogue of 16 sums of row i with per-column scales (the convolution / GEMM case), all in
-// registers: comp, scale and bias are the columns' vectors (bias may be null), `k` masks C's edge.
-// The operations of qgemm_store, in its order.
-inline void requantize16(__m512i acc, __m512i comp, __m512 scale, const float* bias, __mmask16 k, const QgemmEpilogue& ep,
-                         void* c, int64_t index) {
-  __m512 real = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(acc, comp)), scale);
+// registers: `sums` are the int32 sums (zero-point compensation included) as float32, which the
+// depthwise kernels hold already; scale and bias are the columns' vectors (bias may be null), `k` masks
+// C's edge. The operations of qgemm_store, in its order.
+inline void requantize16(__m512 sums, __m512 scale, const float* bias, __mmask16 k, const QgemmEpilogue& ep, void* c,
+                         int64_t index) {
+  __m512 real = _mm512_mul_ps(sums, scale);
   if (bias) real = _mm512_add_ps(real, _mm512_maskz_loadu_ps(k, bias));
   if (ep.out == QuantOut::kFloat32) {
     _mm512_mask_storeu_ps(static_cast<float*>(c) + index, k, real);
     return;
   }
-  __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(real, _mm512_set1_ps(ep.inv_out_scale)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  q = _mm512_add_ps(q, _mm512_set1_ps(static_cast<float>(ep.out_zero)));
-  q = _mm512_max_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmin)));  // NaN becomes qmin, as in the scalar code
-  q = _mm512_min_ps(q, _mm512_set1_ps(static_cast<float>(ep.qmax)));
-  _mm_mask_storeu_epi8(static_cast<uint8_t*>(c) + index, k, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
+  _mm_mask_storeu_epi8(static_cast<uint8_t*>(c) + index, k, _mm512_cvtepi32_epi8(quantize16(real, ep)));
 }
 
 inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep,

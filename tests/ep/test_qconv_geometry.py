@@ -1,6 +1,6 @@
 """The direct integer convolution over every geometry it claims: 1-D and 2-D, strides, dilations,
 asymmetric padding, rectangular kernels, groups, widths around the kernel's 8-pixel segments, output
-channel counts around its 8- and 16-row tiles, uint8/int8 inputs, and weight zero points that keep the
+channel counts around its 8-, 16- and 32-wide tiles, uint8/int8 inputs and outputs, and weight zero points that keep the
 weights in int8 (the VNNI form) or not (the int16-pair form). On every ISA the unit must equal an exact
 int64 replica bit for bit, and stay within a quantization step of ORT's float QDQ reference."""
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from onnx import TensorProto, helper, numpy_helper
 
 from conv_cases import conv_cases, depthwise_cases
-from helpers import IR_VERSION, ISAS, run_cpu
+from helpers import IR_VERSION, ISAS, requantize, run_cpu
 from optim.ep_plugin import placement, session
 
 INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
@@ -29,7 +29,8 @@ def _model(c):
     y_scale = np.float32(0.02 * 0.006 * np.sqrt(k) * 60)
     inits = {"x_scale": np.float32(0.02), "x_zp": x_zp, "w": w, "w_scale": w_scale,
              "w_zp": np.full(cout, c["w_zero"], np.int8), "b": rng.integers(-3000, 3000, size=cout).astype(np.int32),
-             "b_scale": (np.float32(0.02) * w_scale).astype(np.float32), "y_scale": y_scale, "y_zp": np.array(128, np.uint8)}
+             "b_scale": (np.float32(0.02) * w_scale).astype(np.float32), "y_scale": y_scale,
+             "y_zp": np.array(128, np.uint8) if c["y_type"] == "u8" else np.array(-7, np.int8)}
     nodes = [N("DequantizeLinear", ["x", "x_scale", "x_zp"], ["xf"]),
              N("DequantizeLinear", ["w", "w_scale", "w_zp"], ["wf"], axis=0),
              N("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=0),
@@ -42,7 +43,7 @@ def _model(c):
     nodes.append(N("QuantizeLinear", [last, "y_scale", "y_zp"], ["y"]))
     shape = [c["n"], cin, *c["size"]]
     graph = helper.make_graph(nodes, "qconv", [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_np is np.uint8 else TensorProto.INT8, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8 if c["y_type"] == "u8" else TensorProto.INT8, None)],
                               [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
     info = np.iinfo(x_np)
@@ -71,11 +72,10 @@ def _replica(x, c, p):
             for kx in range(kw):
                 patch = xg[:, :, ky * dh:ky * dh + sh * (oh - 1) + 1:sh, kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
                 acc[:, gi * cout_g:(gi + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wq[gi * cout_g:(gi + 1) * cout_g, :, ky, kx])
-    scale = (np.float32(p["x_scale"]) * p["w_scale"]).astype(np.float32)
     bias = (p["b"].astype(np.float32) * p["b_scale"]).astype(np.float32)
-    real = acc.astype(np.int32).astype(np.float32) * scale[None, :, None, None] + bias[None, :, None, None]
-    q = np.rint((real * (np.float32(1) / np.float32(p["y_scale"]))).astype(np.float32)) + np.float32(p["y_zp"])
-    y = np.clip(q, int(p["y_zp"]) if c["relu"] else 0, 255).astype(np.uint8)
+    info = np.iinfo(p["y_zp"].dtype)
+    y = requantize(acc, p["x_scale"], p["w_scale"], p["y_scale"], p["y_zp"], int(p["y_zp"]) if c["relu"] else info.min,
+                   info.max, bias, channel_axis=1).astype(p["y_zp"].dtype)
     return y[:, :, 0, :] if sp == 1 else y
 
 

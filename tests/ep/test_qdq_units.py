@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu, run_optim
+from helpers import IR_VERSION, ISAS, requantize, run_cpu, run_optim
 from optim.ep_plugin import placement, session
 
 INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
@@ -69,15 +69,12 @@ def _integer_unit_replica(x, p):
     w = w.T if p["trans_b"] else w
     acc = (x.astype(np.int64) - np.int64(p["x_zp"])) @ w
     assert np.abs(acc).max() < 2**31
-    scale = (np.float32(p["x_scale"]) * np.asarray(p["w_scale"], np.float32)).astype(np.float32)
-    real = acc.astype(np.int32).astype(np.float32) * scale
+    bias = None
     if p["b_q"] is not None:
-        real = real + (p["b_q"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
-    inv = np.float32(1) / np.float32(p["y_scale"])
-    q = np.rint((real * inv).astype(np.float32)) + np.float32(p["y_zp"])
+        bias = (p["b_q"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
     info = np.iinfo(p["y_np"])
     lo = max(info.min, int(p["y_zp"])) if p["relu"] else info.min
-    return np.clip(q, lo, info.max).astype(p["y_np"])
+    return requantize(acc, p["x_scale"], p["w_scale"], p["y_scale"], p["y_zp"], lo, info.max, bias).astype(p["y_np"])
 
 
 CASES = {
@@ -182,12 +179,10 @@ def _conv_replica(x, p):
             for kx in range(k):
                 patch = xg[:, :, ky:ky + s * oh:s, kx:kx + s * ow:s]  # n, cin_g, oh, ow
                 acc[:, gi * cout_g:(gi + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wq[gi * cout_g:(gi + 1) * cout_g, :, ky, kx])
-    scale = (np.float32(p["x_scale"]) * np.asarray(p["w_scale"], np.float32)).astype(np.float32) * np.ones(cout, np.float32)
+    w_scale = np.asarray(p["w_scale"], np.float32) * np.ones(cout, np.float32)
     bias = (p["b"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
-    real = acc.astype(np.int32).astype(np.float32) * scale[None, :, None, None] + bias[None, :, None, None]
-    q = np.rint((real * (np.float32(1) / np.float32(p["y_scale"]))).astype(np.float32)) + np.float32(p["y_zp"])
     lo = int(p["y_zp"]) if p["relu"] else 0
-    return np.clip(q, lo, 255).astype(np.uint8)
+    return requantize(acc, p["x_scale"], w_scale, p["y_scale"], p["y_zp"], lo, 255, bias, channel_axis=1).astype(np.uint8)
 
 
 CONV_CASES = {
@@ -339,9 +334,7 @@ def _act_matmul_model(a_shape, b_shape, a_type, b_type, relu, seed):
 
 def _act_matmul_replica(feeds, p, relu):
     acc = (feeds["a"].astype(np.int64) - np.int64(p["za"])) @ (feeds["b"].astype(np.int64) - np.int64(p["zb"]))
-    real = acc.astype(np.int32).astype(np.float32) * (np.float32(p["sa"]) * np.float32(p["sb"]))
-    q = np.rint((real * (np.float32(1) / np.float32(p["ys"]))).astype(np.float32)) + np.float32(p["yz"])
-    return np.clip(q, int(p["yz"]) if relu else 0, 255).astype(np.uint8)
+    return requantize(acc, p["sa"], p["sb"], p["ys"], p["yz"], int(p["yz"]) if relu else 0, 255).astype(np.uint8)
 
 
 ACT_CASES = {

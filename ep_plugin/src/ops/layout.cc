@@ -30,8 +30,8 @@ class LayoutImpl : public Op {
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& x = *in[0].shape;
     const int64_t images = x[0], c = to_nhwc_ ? x[1] : x.back();
-    const int64_t spatial = images * c ? shape_numel(x) / (images * c) : 0;
     if (shape_numel(x) == 0) return;
+    const int64_t spatial = shape_numel(x) / (images * c);
     // To NHWC each image is C rows of S values turned into S rows of C; back, the other way.
     transpose_batched(rc, in[0].data, out[0].data, images, to_nhwc_ ? c : spatial, to_nhwc_ ? spatial : c,
                       dtype_size(in[0].dtype));

@@ -37,7 +37,7 @@ class QConvImpl : public Op {
       for (int64_t kk = 0; kk < k; ++kk)
         a_[static_cast<size_t>(co * 2 * kp_ + kk)] = static_cast<int16_t>(int_at(*w, co * k + kk) - qp.w_zero(co));
     scale_.resize(static_cast<size_t>(cg_.cout));
-    for (int64_t co = 0; co < cg_.cout; ++co) scale_[co] = qp.x_scale * qp.w_scale(co);
+    for (int64_t co = 0; co < cg_.cout; ++co) scale_[co] = qp.out_scale(co);
     bias_ = qp.bias(cg_.cout);
     ep_ = qp.epilogue;
   }

@@ -34,7 +34,7 @@ class NhwcQConvImpl : public Op {
       for (int64_t kk = 0; kk < k; ++kk)
         wide_[static_cast<size_t>(co * k + kk)] = static_cast<int16_t>(int_at(*w, co * k + kk) - qp.w_zero(co));
     scale_.resize(static_cast<size_t>(cg_.cout));
-    for (int64_t co = 0; co < cg_.cout; ++co) scale_[static_cast<size_t>(co)] = qp.x_scale * qp.w_scale(co);
+    for (int64_t co = 0; co < cg_.cout; ++co) scale_[static_cast<size_t>(co)] = qp.out_scale(co);
     bias_ = qp.bias(cg_.cout);
     ep_ = qp.epilogue;
     ep_.scale_col = nullptr;  // set per group at run time

@@ -47,7 +47,7 @@ class QGemmImpl : public Op {
         wide_[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
     kp_ = (k_ + 1) / 2;
     scale_.resize(static_cast<size_t>(n_));
-    for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.x_scale * qp.w_scale(j);
+    for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.out_scale(j);
     bias_ = qp.bias(n_);
     ep_ = qp.epilogue;
     ep_.scale_col = scale_.data();
@@ -173,9 +173,12 @@ int32_t QuantParams::w_zero(int64_t channel) const {
   return w_zeros ? int_at(*w_zeros, w_zeros->numel() == 1 ? 0 : channel) : 0;
 }
 
+float QuantParams::out_scale(int64_t channel) const { return x_scale * w_scale(channel) / y_scale; }
+
 std::vector<float> QuantParams::bias(int64_t channels) const {
-  if (bias_values.size() == 1) return std::vector<float>(static_cast<size_t>(channels), bias_values[0]);
-  return bias_values;
+  std::vector<float> b = bias_values.size() == 1 ? std::vector<float>(static_cast<size_t>(channels), bias_values[0]) : bias_values;
+  for (float& v : b) v /= y_scale;
+  return b;
 }
 
 QuantParams read_quant_params(const Node& n, const Graph& g) {
@@ -196,7 +199,7 @@ QuantParams read_quant_params(const Node& n, const Graph& g) {
   kernels::QgemmEpilogue& ep = qp.epilogue;
   const ValueInfo* y = g.value(n.outputs[0]);
   ep.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
-  ep.inv_out_scale = 1.f / float_scalar(g, n.inputs[kQGemmYScale], "y scale");
+  qp.y_scale = float_scalar(g, n.inputs[kQGemmYScale], "y scale");
   ep.out_zero = zero_point(g, n.inputs[kQGemmYZero]);
   ep.qmin = ep.out == kernels::QuantOut::kInt8 ? -128 : 0;
   ep.qmax = ep.out == kernels::QuantOut::kInt8 ? 127 : 255;

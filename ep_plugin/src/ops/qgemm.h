@@ -25,11 +25,15 @@ struct QuantParams {
   const Tensor* w_scales = nullptr;  // one value, or one per output channel
   const Tensor* w_zeros = nullptr;   // absent, or like w_scales
   std::vector<float> bias_values;    // empty, one value, or one per output channel
-  kernels::QgemmEpilogue epilogue;   // output type, 1/y_scale, y zero point, saturation (with Relu)
+  float y_scale = 1.f;
+  kernels::QgemmEpilogue epilogue;   // output type, y zero point, saturation (with Relu)
 
   float w_scale(int64_t channel) const;
   int32_t w_zero(int64_t channel) const;
-  std::vector<float> bias(int64_t channels) const;  // empty when there is none
+  // The epilogue's scale and bias (kernel_table.h): in output steps, x_scale * w_scale / y_scale and
+  // bias / y_scale. bias() is empty when there is none.
+  float out_scale(int64_t channel) const;
+  std::vector<float> bias(int64_t channels) const;
 };
 // Throws Error when an input is not the constant the fusion promised.
 QuantParams read_quant_params(const Node& n, const Graph& g);

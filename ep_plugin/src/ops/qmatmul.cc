@@ -45,7 +45,7 @@ class QMatMulImpl : public Op {
     if (qp.w_scales->numel() != 1) throw Error("B's scale is not per tensor");
     b_zero_ = qp.w_zero(0);
     ep_ = qp.epilogue;
-    ep_.scale = qp.x_scale * qp.w_scale(0);
+    ep_.scale = qp.out_scale(0);
   }
 
   // A [..., M, K] x B [..., K, N], the leading dims broadcast as numpy does.

@@ -221,7 +221,7 @@ class Rewriter {
     Node& n = g_.nodes[i];
     const bool conv = is_onnx(n) && n.op == "Conv", qconv = n.domain == kInternalDomain && n.op == "QConv";
     if ((!conv && !qconv) || n.outputs.size() != 1) return false;
-    const size_t w_idx = conv ? 1 : kQGemmW;
+    const size_t w_idx = conv ? size_t{1} : size_t{kQGemmW};
     const Tensor* w = g_.constant(n.inputs[w_idx]);
     if (!w || w->dtype == DType::kFloat64 || (conv && w->dtype != DType::kFloat32)) {
       ctx_.refuse("channels_last", n, "its weights are not a float32 or int8 constant");
