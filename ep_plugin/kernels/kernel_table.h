@@ -269,10 +269,12 @@ using Transpose32Fn = void (*)(const uint32_t* src, int64_t ld_src, uint32_t* ds
 // The same for bytes (quantized tensors).
 using Transpose8Fn = void (*)(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
 
-// --- pooling rows: one window tap over a run of channels (channels-last pooling) -----------------------
-// y[i] = max(y[i], x[i]) (float32 with NaN winning, as ONNX's MaxPool; uint8; int8) or y[i] += x[i] (float32).
-enum class PoolRowOp { kMaxF32 = 0, kMaxU8, kMaxS8, kAddF32 };
-using PoolRowFn = void (*)(PoolRowOp op, const void* x, void* y, int64_t n);
+// --- pooling windows over a run of channels (channels-last pooling) ------------------------------------
+// For i in [0, n): y[i] = the max over the window's taps t of x[tap[t] + i] (float32 with NaN winning, as
+// ONNX's MaxPool; uint8; int8; taps >= 1), or their float32 sum from 0 in tap order (kSumF32; taps >= 0).
+// Offsets count elements. A whole window per call: each block of channels is summed in registers.
+enum class PoolOp { kMaxF32 = 0, kMaxU8, kMaxS8, kSumF32 };
+using PoolWindowFn = void (*)(PoolOp op, const void* x, const int64_t* tap, int64_t taps, void* y, int64_t n);
 
 // --- 256-entry byte tables (quantized element-wise regions, ops/qlut.cc) ---------------------------------
 // y[i] = table[x[i] ^ flip] (flip 0x80 for int8 x, else 0).
@@ -325,7 +327,7 @@ struct KernelTable {
   Kernel<DwconvQ8Fn> dwconv_q8;
   Kernel<Transpose32Fn> transpose32;
   Kernel<Transpose8Fn> transpose8;
-  Kernel<PoolRowFn> pool_row;
+  Kernel<PoolWindowFn> pool_window;
   Kernel<Lut8Fn> lut8;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;

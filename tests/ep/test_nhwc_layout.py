@@ -159,3 +159,51 @@ def test_the_placement_names_each_rewrite_and_why_a_candidate_was_left_alone():
     p = placement(session(model, fallback=False))
     assert p.rewrites == {"channels_last": 1, "conv_epilogues": 1}, p.rewrites
     assert any(r.startswith("channels_last: Conv 'grouped': grouped with fewer than 16") for r in p.rewrite_refusals), p.rewrite_refusals
+
+
+@pytest.mark.parametrize("channels", [3, 16, 17, 64, 70])
+def test_pools_between_convolutions_fold_every_tap_on_every_isa(channels):
+    """MaxPool (with NaN pixels: NaN wins, as in ONNX), AveragePool counting pads or not, and 3x3 windows
+    that hang over the edges, on channel counts around the kernels' 8/16/32/64-lane blocks."""
+    pools = [N("MaxPool", ["c0"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], name="pool"),
+             N("AveragePool", ["c0"], ["p"], kernel_shape=[3, 3], strides=[1, 2], pads=[1, 0, 1, 1], name="pool"),
+             N("AveragePool", ["c0"], ["p"], kernel_shape=[2, 3], pads=[1, 1, 0, 1], count_include_pad=1, name="pool")]
+    for pool in pools:
+        model = make_model(
+            [N("Conv", ["x", "w0"], ["c0"], name="c0"), pool, N("Conv", ["p", "w1"], ["y"], name="c1")],
+            {"x": (np.float32, [2, 4, 7, 9])}, ["y"], {"w0": rand(RNG, channels, 4, 1, 1), "w1": rand(RNG, 5, channels, 1, 1)})
+        x = rand(RNG, 2, 4, 7, 9)
+        steps = _check(model, {"x": x})
+        assert _ops(steps) == ["ToNhwc", "NhwcConv", "Nhwc" + pool.op_type, "NhwcConv", "ToNchw"], steps
+        # ONNX Runtime's MaxPool drops NaN; ONNX's lets it win, as OptimEP's NCHW pool does: the witness here.
+        x[0, :, 3, 4] = np.nan  # one pixel: NaN in every channel after the 1x1 convolution
+        for isa in ISAS:
+            nchw = session(model, fallback=False, isa=isa, channels_last="0").run(None, {"x": x})[0]
+            nhwc = session(model, fallback=False, isa=isa, channels_last="1").run(None, {"x": x})[0]
+            assert np.isnan(nchw).any()
+            assert_close(nhwc, nchw, what=f"{isa} NaN pixel")
+
+
+@pytest.mark.parametrize("channels", [16, 64, 70])
+def test_integer_max_pool_stays_channels_last(channels):
+    """A QDQ Conv -> MaxPool -> QuantizeLinear chain: the pool runs on the uint8 NHWC tensor, within a
+    quantization step of ONNX Runtime (the convolution's rounding; the pool itself is exact)."""
+    from onnx import TensorProto, numpy_helper
+    inits = {"s": np.float32(0.05), "z": np.array(120, np.uint8),
+             "w0": RNG.integers(-127, 128, (channels, 4, 1, 1)).astype(np.int8), "ws": np.float32(0.01),
+             "ys": np.float32(0.2)}
+    nodes = [N("DequantizeLinear", ["x", "s", "z"], ["xf"]), N("DequantizeLinear", ["w0", "ws"], ["w0f"]),
+             N("Conv", ["xf", "w0f"], ["c0"], name="c0"), N("QuantizeLinear", ["c0", "ys", "z"], ["q0"]),
+             N("DequantizeLinear", ["q0", "ys", "z"], ["d0"]),
+             N("MaxPool", ["d0"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], name="pool"),
+             N("QuantizeLinear", ["p", "ys", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qpool", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4, 9, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10).SerializeToString()
+    feeds = {"x": RNG.integers(0, 256, (2, 4, 9, 8)).astype(np.uint8)}
+    ref = run_cpu(model, feeds)[0].astype(np.int32)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        assert "NhwcMaxPool 'pool'" in _steps(sess), _steps(sess)
+        assert np.abs(sess.run(None, feeds)[0].astype(np.int32) - ref).max() <= 1, isa

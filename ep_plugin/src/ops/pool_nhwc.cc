@@ -1,10 +1,11 @@
 // Pooling on channels-last tensors ([N, H, W, C] or [N, W, C]), built by the layout rewrite from
 // MaxPool (float32, uint8, int8), AveragePool and GlobalAveragePool / GlobalMaxPool (float32), with the
-// same attributes and results as pool.cc's NCHW forms. Per output pixel, each tap adds (or maxes) a whole
-// pixel of contiguous channels, so the inner loops run over channels and vectorize.
+// same attributes and results as pool.cc's NCHW forms. Per output pixel, one pool_window kernel call folds
+// the valid taps (whole pixels of contiguous channels) in registers, block of channels by block.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "spatial.h"
 
@@ -34,29 +35,26 @@ struct NhwcWindow {
   }
 };
 
+// MaxPool's value for a window with no valid tap (ONNX's reference starts from the lowest value).
 template <typename T>
-constexpr kernels::PoolRowOp max_op() {
-  if constexpr (std::is_same_v<T, uint8_t>) return kernels::PoolRowOp::kMaxU8;
-  else if constexpr (std::is_same_v<T, int8_t>) return kernels::PoolRowOp::kMaxS8;
-  else return kernels::PoolRowOp::kMaxF32;
+constexpr T lowest() {
+  return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 }
 
 template <typename T>
-void max_pixel(const RunContext& rc, const NhwcWindow& g, const T* x, TapRange ry, TapRange rx, int64_t y0, int64_t x0, T* y) {
-  const T lowest = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  std::fill(y, y + g.c, lowest);
-  for (int64_t ky = ry.begin; ky < ry.end; ++ky)
-    for (int64_t kx = rx.begin; kx < rx.end; ++kx)
-      rc.kernels.pool_row(max_op<T>(), x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c, y, g.c);
+constexpr kernels::PoolOp max_op() {
+  if constexpr (std::is_same_v<T, uint8_t>) return kernels::PoolOp::kMaxU8;
+  else if constexpr (std::is_same_v<T, int8_t>) return kernels::PoolOp::kMaxS8;
+  else return kernels::PoolOp::kMaxF32;
 }
 
-void average_pixel(const RunContext& rc, const NhwcWindow& g, const float* x, TapRange ry, TapRange rx, int64_t y0,
-                   int64_t x0, float divisor, float* y) {
-  std::fill(y, y + g.c, 0.f);
+// The element offsets (from the image's first value) of a window's valid taps, in (ky, kx) order; returns
+// their count.
+int64_t window_taps(const NhwcWindow& g, TapRange ry, TapRange rx, int64_t y0, int64_t x0, int64_t* tap) {
+  int64_t count = 0;
   for (int64_t ky = ry.begin; ky < ry.end; ++ky)
-    for (int64_t kx = rx.begin; kx < rx.end; ++kx)
-      rc.kernels.pool_row(kernels::PoolRowOp::kAddF32, x + ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c, y, g.c);
-  for (int64_t j = 0; j < g.c; ++j) y[j] = y[j] / divisor;
+    for (int64_t kx = rx.begin; kx < rx.end; ++kx) tap[count++] = ((y0 + ky * g.dh) * g.w + x0 + kx * g.dw) * g.c;
+  return count;
 }
 
 class NhwcPoolImpl : public Op {
@@ -96,19 +94,25 @@ class NhwcPoolImpl : public Op {
     const int64_t tasks = std::clamp<int64_t>(pixels * g.kh * g.kw * g.c >> 16, 1, std::min<int64_t>(pixels, 64));
     const int64_t per = (pixels + tasks - 1) / tasks;
     rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+      std::vector<int64_t> tap(static_cast<size_t>(g.kh * g.kw));
       const int64_t m1 = std::min(pixels, (static_cast<int64_t>(t) + 1) * per);
       for (int64_t m = static_cast<int64_t>(t) * per; m < m1; ++m) {
         const int64_t img = m / (g.oh * g.ow), oy = m / g.ow % g.oh, ox = m % g.ow;
         const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
         const TapRange ry = tap_range(y0, g.dh, g.kh, 0, g.h), rx = tap_range(x0, g.dw, g.kw, 0, g.w);
         const T* xi = x + img * g.h * g.w * g.c;
+        T* yp = y + m * g.c;
+        const int64_t taps = window_taps(g, ry, rx, y0, x0, tap.data());
         if (kind_ == Kind::kMax) {
-          max_pixel(rc, g, xi, ry, rx, y0, x0, y + m * g.c);
+          if (taps == 0) std::fill(yp, yp + g.c, lowest<T>());  // a window wholly in the padding
+          else rc.kernels.pool_window(max_op<T>(), xi, tap.data(), taps, yp, g.c);
         } else if constexpr (std::is_same_v<T, float>) {
-          const int64_t taps = count_include_pad_
-                                   ? tap_range(y0, g.dh, g.kh, -g.ph, g.h + g.pe_h).size() * tap_range(x0, g.dw, g.kw, -g.pw, g.w + g.pe_w).size()
-                                   : ry.size() * rx.size();
-          average_pixel(rc, g, xi, ry, rx, y0, x0, std::max(static_cast<float>(taps), 1.f), y + m * g.c);
+          const int64_t count = count_include_pad_
+                                    ? tap_range(y0, g.dh, g.kh, -g.ph, g.h + g.pe_h).size() * tap_range(x0, g.dw, g.kw, -g.pw, g.w + g.pe_w).size()
+                                    : taps;
+          const float divisor = std::max(static_cast<float>(count), 1.f);
+          rc.kernels.pool_window(kernels::PoolOp::kSumF32, xi, tap.data(), taps, yp, g.c);
+          for (int64_t j = 0; j < g.c; ++j) yp[j] = yp[j] / divisor;
         }
       }
     });
