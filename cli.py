@@ -9,7 +9,7 @@ import sys
 import click
 
 from optim.ep_plugin import EP_NAME
-from optim.ep_plugin.benchmark import VS_CHOICES
+from optim.ep_plugin.tools.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
@@ -41,7 +41,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(isa: str, as_json: bool) -> None:
     """Check the installation: ONNX Runtime, the OptimEP library, CPU features, kernels chosen."""
-    from optim.ep_plugin.doctor import diagnose
+    from optim.ep_plugin.tools.doctor import diagnose
 
     r = diagnose(isa=isa)
     if as_json:
@@ -158,7 +158,7 @@ def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, 
     the signature and match MODEL's outputs on ONNX Runtime's CPU EP, or nothing is written and the
     pass that broke it is named.
     """
-    from optim.ep_plugin.runner import RunInputError
+    from optim.ep_plugin.inputs import RunInputError
     from optim.optimizer import OptimizeError, ProofError, Tolerance, format_report, optimize as do_optimize
 
     _check_onnx_file(model)
@@ -186,7 +186,7 @@ def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, 
 
 
 def _parse_shapes(values) -> dict:
-    from optim.ep_plugin.runner import parse_shape
+    from optim.ep_plugin.inputs import parse_shape
 
     return dict(parse_shape(v) for v in values)
 
@@ -206,7 +206,7 @@ def _parse_shapes(values) -> dict:
 def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
     """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
     import numpy as np
-    from optim.ep_plugin.runner import run_model
+    from optim.ep_plugin.tools.runner import run_model
 
     _check_onnx_file(model)
     result = _run_or_exit(lambda: run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
@@ -265,8 +265,8 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
           with_profile, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
     side by side with ONNX Runtime's CPU EP or OpenVINO (ratio above 1 means OptimEP is faster)."""
-    from optim.ep_plugin.bench_report import print_report
-    from optim.ep_plugin.benchmark import benchmark
+    from optim.ep_plugin.tools.bench_report import print_report
+    from optim.ep_plugin.tools.benchmark import benchmark
 
     _check_onnx_file(model)
     try:
@@ -282,8 +282,8 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
     print_report(report, click.echo)
     data = report.to_dict()
     if with_profile:
-        from optim.ep_plugin.profile import profile
-        from optim.ep_plugin.profile_report import print_profile
+        from optim.ep_plugin.tools.profile import profile
+        from optim.ep_plugin.tools.profile_report import print_profile
 
         click.echo("")
         prof = _run_or_exit(lambda: profile(model, shapes=report.results[0].shapes, runs=runs, warmup=warmup,
@@ -298,7 +298,7 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
                 json.dump(data, f, indent=2)
         click.echo(f"report written to {json_file}")
     if plot_file:
-        from optim.ep_plugin.bench_plot import plot_report
+        from optim.ep_plugin.tools.bench_plot import plot_report
 
         try:
             plot_report(report, plot_file)
@@ -328,8 +328,8 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
     OptimEP times its steps itself (EP option `profile`); ONNX Runtime's profiler times the other nodes and
     each fused node whole (the part outside its steps shows as a '(fused node)' row). Both profilers add a
     little overhead: use the shares to find hot spots, `optim bench` for latency."""
-    from optim.ep_plugin.profile import profile
-    from optim.ep_plugin.profile_report import print_profile
+    from optim.ep_plugin.tools.profile import profile
+    from optim.ep_plugin.tools.profile_report import print_profile
 
     _check_onnx_file(model)
     prof = _run_or_exit(lambda: profile(model, shapes=_parse_shapes(shapes), batch=batch, inputs=inputs_file, runs=runs,
@@ -343,7 +343,8 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
 def _run_or_exit(fn, verbose: bool):
     """fn(), with its errors as one sentence: bad input (RunInputError) exits 2, ONNX Runtime's own errors
     exit 1 with their cause; -v raises them with the traceback."""
-    from optim.ep_plugin.runner import RunInputError, ort_error_message
+    from optim.ep_plugin.inputs import RunInputError
+    from optim.ep_plugin.ort_errors import ort_error_message
 
     try:
         return fn()
@@ -393,7 +394,7 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     quantized), then the most sensitive ones are kept in float until the target holds; the report names
     them and the latency they cost on OptimEP. Calibration runs once. If the target cannot be met,
     nothing is written and the exit code is 2."""
-    from optim.ep_plugin.runner import RunInputError
+    from optim.ep_plugin.inputs import RunInputError
     from optim.optimizer import OptimizeError
     from optim.optimizer.quantization import quantize as do_quantize
 

@@ -31,8 +31,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from flops import count_macs  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
-from optim.ep_plugin.benchmark import NO_SPIN  # noqa: E402
-from optim.ep_plugin.doctor import isa_supported  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
+from optim.ep_plugin.tools.doctor import isa_supported  # noqa: E402
 from peak import measure as measure_peak  # noqa: E402
 from run import HERE, _replace_between, cpu_model  # noqa: E402
 import options  # noqa: E402

@@ -29,7 +29,7 @@ import onnx  # noqa: E402
 
 from flops import count_macs  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
-from optim.ep_plugin.benchmark import NO_SPIN  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
 from optim.ep_plugin.files import atomic_write  # noqa: E402
 from realsize_models import BY_NAME, model_inputs  # noqa: E402
 from realsize_prepare import PrepareError, prepare  # noqa: E402

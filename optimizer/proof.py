@@ -23,7 +23,8 @@ import numpy as np
 import onnx
 
 from optim.ep_plugin import cpu_session
-from optim.ep_plugin.runner import RunInputError, load_inputs, ort_error_message, random_inputs
+from optim.ep_plugin.inputs import RunInputError, load_inputs, random_inputs
+from optim.ep_plugin.ort_errors import ort_error_message
 
 from .errors import OptimizeError
 from .model_io import model_source

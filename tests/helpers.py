@@ -8,7 +8,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from optim.ep_plugin import session
-from optim.ep_plugin.doctor import isa_supported as kernels_supported
+from optim.ep_plugin.tools.doctor import isa_supported as kernels_supported
 
 # "fallback disabled" refusals are expected in tests; keep ORT's own error log off stderr.
 ort.set_default_logger_severity(4)

@@ -9,7 +9,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from .loader import API_VERSION, EP_NAME, EpLoadError, register
+from ..loader import API_VERSION, EP_NAME, EpLoadError, register
 
 
 def cpu_flags() -> dict[str, bool]:
@@ -47,7 +47,7 @@ def _probe_model() -> bytes:
 
 def isa_supported(isa: str) -> bool:
     """Whether OptimEP can run with its kernels forced to `isa` on this machine (it refuses otherwise)."""
-    from .sessions import session
+    from ..sessions import session
 
     try:
         session(_probe_model(), fallback=False, isa=isa)
@@ -58,7 +58,7 @@ def isa_supported(isa: str) -> bool:
 
 def diagnose(isa: str = "auto") -> dict:
     """Loads OptimEP and runs a one-node model on it; returns what was found. 'ok' is False with 'error' set on failure."""
-    from .sessions import session  # late: sessions imports loader, which doctor may report broken
+    from ..sessions import session  # late: sessions imports loader, which doctor may report broken
 
     report: dict = {
         "onnxruntime": ort.__version__,
