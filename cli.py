@@ -212,9 +212,9 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
     result = _run_or_exit(lambda: run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
                                             threads=threads, seed=seed, isa=isa), verbose)
     if save:
-        from optim.ep_plugin.files import atomic_write
+        from optim.common.staging import staged_output
 
-        with atomic_write(save) as tmp:
+        with staged_output(save) as tmp:
             with open(tmp, "wb") as f:
                 np.savez(f, **result.outputs)
     if as_json:
@@ -227,7 +227,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
         if compare:
             out["max_abs_error"] = result.max_abs_error
             out["max_rel_error"] = result.max_rel_error
-            out["checks"] = [c.__dict__ for c in result.checks]
+            out["checks"] = [{"name": c.name, "max_abs": c.max_abs, "max_rel": c.max_rel} for c in result.checks]
         click.echo(json.dumps(out, indent=2))
         return
     for name, v in result.outputs.items():
@@ -236,7 +236,8 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
     click.echo(result.placement.summary())
     click.echo(f"wall time: {result.seconds * 1e3:.3f} ms (one run after a warm-up)")
     for c in result.checks:
-        click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}")
+        unmeasured = f" ({c.problem})" if c.max_abs == float("inf") else ""  # shapes, NaN or infinities differ
+        click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}{unmeasured}")
 
 
 @main.command()
@@ -291,9 +292,9 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         print_profile(prof, click.echo, top=PROFILE_TOP)
         data["profile"] = prof.to_dict()
     if json_file:
-        from optim.ep_plugin.files import atomic_write
+        from optim.common.staging import staged_output
 
-        with atomic_write(json_file) as tmp:
+        with staged_output(json_file) as tmp:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
         click.echo(f"report written to {json_file}")

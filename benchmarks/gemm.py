@@ -23,8 +23,9 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import HERE, _header, _replace_between, cpu_model, summarize, time_pair  # noqa: E402
+from run import HERE, _header, _replace_between, summarize, time_pair  # noqa: E402
 
+from optim.common.machine import core_count, cpu_summary  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
 
 MARKERS = ("<!-- int8-gemm:begin -->", "<!-- int8-gemm:end -->")
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
     print(f"fastest measured: {ceiling:.0f} GOP/s")
     if not args.no_markdown:
         command = "make bench  # = .venv/bin/python benchmarks/gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__, "threads": args.threads,
+        machine = {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__, "threads": args.threads,
                    "runs": args.runs}
         lines = _header(machine, command) + [
             "| M x K x N | OptimEP median (ms) | CPU EP median (ms) | OptimEP GOP/s | CPU EP GOP/s | ratio CPU/OptimEP | "

@@ -30,6 +30,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
+from optim.common.comparison import relative_l2  # noqa: E402
+from optim.common.machine import core_count, cpu_summary  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
 from optim.models import ZOO, example_inputs  # noqa: E402
 
@@ -37,17 +39,6 @@ HERE = Path(__file__).resolve().parent
 FP32_MARKERS = ("<!-- fp32-zoo:begin -->", "<!-- fp32-zoo:end -->")
 INT8_MARKERS = ("<!-- int8-zoo:begin -->", "<!-- int8-zoo:end -->")
 CALIBRATION_SEEDS = range(1000, 1016)  # calibration inputs; timing and accuracy use other seeds
-
-
-def cpu_model() -> str:
-    name, flags = platform.processor() or "unknown", set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            name = line.split(":", 1)[1].strip()
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-    return f"{name} ({', '.join(isa)})"
 
 
 def calibration_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
@@ -99,10 +90,6 @@ class TorchEager:
         with self._torch.inference_mode():
             args = [self._torch.from_numpy(feeds[n]) for n, _, _ in self._entry.inputs]
             return [self._module(*args)]
-
-
-def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref.astype(np.float64)), 1e-30))
 
 
 # Batch sizes per model (issue 6's set); MiniLM runs at sequence length MINILM_SEQUENCE.
@@ -205,7 +192,7 @@ def main(argv=None) -> int:
                       f"{r8['rel_l2']['int8_cpu']:.4f}", flush=True)
 
     command = "make bench  # = .venv/bin/python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__,
+    machine = {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__,
                "python": platform.python_version(), "threads": args.threads, "runs": args.runs,
                "spinning": "off (session.intra_op.allow_spinning=0 for every session)"}
     if args.json:

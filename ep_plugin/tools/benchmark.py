@@ -5,7 +5,6 @@ thread spinning between them, and a warning when the machine is too noisy to com
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 import threading
@@ -14,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import onnxruntime as ort
+
+from optim.common.machine import core_count, cpu_model, isa_flags
 
 from ..inputs import RunInputError, random_inputs, shapes_with_batch
 from ..placement import placement
@@ -70,15 +71,7 @@ class BenchReport:
 
 
 def machine_info() -> dict:
-    cpu, flags = platform.processor() or "unknown", set()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
+    """The machine and the software versions a report was measured with."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -86,8 +79,7 @@ def machine_info() -> dict:
     except PackageNotFoundError:
         optim_version = "unknown"
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "isa_flags": sorted(f for f in flags if f in
-                                                                ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni")),
+        "cpu": cpu_model(), "cores": core_count(), "isa_flags": sorted(isa_flags()),
         "onnxruntime": ort.__version__, "numpy": np.__version__, "python": platform.python_version(),
         "optim": optim_version, "platform": platform.platform(),
     }
@@ -204,7 +196,7 @@ def benchmark(
     return BenchReport(
         model=str(model),
         options={"warmup": warmup, "warmup_s": warmup_duration, "runs": runs, "duration_s": duration,
-                 "threads": threads or f"{os.cpu_count()} (onnxruntime's default: one per core)",
+                 "threads": threads or f"{core_count()} (onnxruntime's default: one per core)",
                  "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "seed": seed,
                  "spinning": "off"},
         machine=machine_info(), session_create_ms=created, placement=placement(optim_sess).to_dict(),

@@ -10,17 +10,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnxruntime as ort
 
+from optim.common.comparison import OutputCheck, compare_output
+
 from ..inputs import RunInputError, load_inputs, random_inputs
 from ..ort_errors import ort_error_message
 from ..placement import Placement, placement
 from ..sessions import cpu_session, session
-
-
-@dataclass
-class OutputCheck:
-    name: str
-    max_abs: float
-    max_rel: float
 
 
 @dataclass
@@ -37,21 +32,6 @@ class RunResult:
     @property
     def max_rel_error(self) -> float | None:
         return max((c.max_rel for c in self.checks), default=None) if self.checks else None
-
-
-def compare(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list[OutputCheck]:
-    checks = []
-    for name, r in ref.items():
-        o = ours[name]
-        if o.shape != r.shape:
-            raise AssertionError(f"output {name!r}: OptimEP shape {o.shape}, CPU EP shape {r.shape}")
-        if o.size == 0:
-            checks.append(OutputCheck(name, 0.0, 0.0))
-            continue
-        diff = np.abs(o.astype(np.float64) - r.astype(np.float64))
-        rel = diff / np.maximum(np.abs(r.astype(np.float64)), 1e-6)
-        checks.append(OutputCheck(name, float(np.nanmax(diff)), float(np.nanmax(rel))))
-    return checks
 
 
 def run_model(
@@ -88,5 +68,7 @@ def run_model(
     result = RunResult(dict(zip(names, values)), placement(sess), seconds)
     if compare_cpu:
         ref = cpu_session(model, threads=threads).run(None, feeds)
-        result.checks = compare(result.outputs, dict(zip(names, ref)))
+        # Reported, not judged: the figures say how far OptimEP is from the CPU EP under the float tolerance.
+        result.checks = [compare_output(name, result.outputs[name], r, labels=("OptimEP", "CPU EP"))
+                         for name, r in zip(names, ref)]
     return result
