@@ -3,5 +3,7 @@
 - `comparison` — outputs against a reference's, under named tolerances (export vs PyTorch, optimize's proof,
   `optim run --compare`, the EP's tests);
 - `staging` — output files that appear whole or not at all (written beside the target, then renamed);
-- `machine` — facts about this machine: CPU model, instruction-set flags, core count.
+- `machine` — facts about this machine: CPU model, instruction-set flags, core count;
+- `errors` — the two kinds of failure every stage reports: bad input (`UserError`) and a result that failed
+  its check (`CheckFailed`).
 """

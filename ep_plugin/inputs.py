@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from optim.common.errors import UserError
+
 _DTYPES = {
     "tensor(float)": np.float32,
     "tensor(double)": np.float64,
@@ -22,7 +24,7 @@ _DTYPES = {
 }
 
 
-class RunInputError(ValueError):
+class RunInputError(UserError):
     """The inputs given do not fit the model (names, dtypes, shapes)."""
 
 
