@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 
 import click
 
+from optim.common.errors import CheckFailed, UserError
 from optim.ep_plugin import EP_NAME
-from optim.ep_plugin.benchmark import VS_CHOICES
+from optim.ep_plugin.tools.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
@@ -28,6 +30,58 @@ class _UsageError(click.ClickException):
     exit_code = 2
 
 
+def _reports_errors(runtime_errors: bool = False, explain=None):
+    """Decorates a command so that its errors end it with one sentence instead of a traceback: a UserError
+    (bad input: a file, an option, data that does not fit) exits 2; a CheckFailed (the result failed its
+    check: the input was fine, nothing was written) exits 1; with runtime_errors, any other exception is
+    ONNX Runtime's (or OptimEP's) and exits 1 with its cause. explain(error, verbose) prints what the command
+    shows before the sentence (report rows, pass events) and returns the sentence. -v (the command's
+    `verbose`) prints the traceback first, with the error the sentence summarises."""
+
+    def decorate(command):
+        @functools.wraps(command)
+        def run(*args, **kwargs):
+            try:
+                return command(*args, **kwargs)
+            except (click.ClickException, click.Abort, click.exceptions.Exit):
+                raise
+            except Exception as e:
+                ours = isinstance(e, (UserError, CheckFailed))
+                if not (ours or runtime_errors):
+                    raise  # a bug: the traceback is the report
+                verbose = kwargs.get("verbose", False)
+                if verbose:
+                    _print_traceback(e)
+                if explain:
+                    message = explain(e, verbose)
+                else:
+                    message = str(e) if ours else _ort_message(e)
+                if isinstance(e, CheckFailed):  # checked first: a failed verification is also an ExportError
+                    raise click.ClickException(message) from None
+                if isinstance(e, UserError):
+                    raise _UsageError(message) from None
+                raise click.ClickException(message) from None
+
+        return run
+
+    return decorate
+
+
+def _ort_message(error: Exception) -> str:
+    from optim.ep_plugin.ort_errors import ort_error_message
+
+    return ort_error_message(error)
+
+
+def _print_traceback(error: BaseException) -> None:
+    """-v: the traceback, including the library error that the one-sentence message summarised
+    (library errors are raised `from None`, which would hide it)."""
+    import traceback
+
+    error.__suppress_context__ = False
+    traceback.print_exception(error, file=sys.stderr)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="optim")
 def main() -> None:
@@ -41,7 +95,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(isa: str, as_json: bool) -> None:
     """Check the installation: ONNX Runtime, the OptimEP library, CPU features, kernels chosen."""
-    from optim.ep_plugin.doctor import diagnose
+    from optim.ep_plugin.tools.doctor import diagnose
 
     r = diagnose(isa=isa)
     if as_json:
@@ -60,6 +114,13 @@ def doctor(isa: str, as_json: bool) -> None:
         raise click.ClickException(f"{EP_NAME} cannot be used: {r['error']}")
 
 
+def _explain_export(error: Exception, _verbose: bool) -> str:
+    # A failed verification (exit 1: the export is wrong, not the input) shows its rows first.
+    for line in _report_lines(getattr(error, "report", [])):
+        click.echo(line, err=True)
+    return str(error)
+
+
 @main.command()
 @click.argument("spec")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="ONNX file to write.")
@@ -75,6 +136,7 @@ def doctor(isa: str, as_json: bool) -> None:
 @click.option("--trust-pickle", is_flag=True, help="Allow a fully pickled nn.Module (unpickling runs its code).")
 @click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show exporter output and tracebacks.")
+@_reports_errors(explain=_explain_export)
 def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weights, trust_pickle, as_json, verbose):
     """Export SPEC to ONNX and verify it against PyTorch.
 
@@ -85,23 +147,14 @@ def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weigh
     exported model does not match PyTorch (then no file is written).
     """
     try:
-        from optim.exporter import ExportError, VerificationError, export as do_export
+        from optim.exporter import export as do_export
     except ImportError as e:
         raise click.ClickException(f"export needs PyTorch: pip install 'optim[export]' ({e})") from None
     if verbose:
         logging.getLogger().setLevel(logging.INFO)
-    try:
-        result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
-                           dynamic=list(dynamic) or None, opset=opset, exporter=exporter, weights=weights,
-                           trust_pickle=trust_pickle, verbose=verbose, progress=_progress)
-    except ExportError as e:
-        if verbose:
-            _print_traceback(e)
-        if isinstance(e, VerificationError):
-            for line in _report_lines(e.report):
-                click.echo(line, err=True)
-            raise click.ClickException(str(e)) from None  # exit 1: the export is wrong, not the input
-        raise _UsageError(str(e)) from None
+    result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
+                       dynamic=list(dynamic) or None, opset=opset, exporter=exporter, weights=weights,
+                       trust_pickle=trust_pickle, verbose=verbose, progress=_progress)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -120,13 +173,15 @@ def _report_lines(report: list[dict]) -> list[str]:
             f"tolerance {row['tolerance']}  {'ok' if row['passed'] else 'FAILED'}" for row in report]
 
 
-def _print_traceback(error: BaseException) -> None:
-    """-v: the traceback, including the library error that the one-sentence message summarised
-    (ExportError is raised `from None`, which would hide it)."""
-    import traceback
+def _explain_proof(error: Exception, verbose: bool) -> str:
+    from optim.optimizer import ProofError
 
-    error.__suppress_context__ = False
-    traceback.print_exception(error, file=sys.stderr)
+    if not isinstance(error, ProofError):
+        return str(error)
+    if verbose:  # the rewrites and refusals before the failure
+        for event in error.events:
+            click.echo(str(event), err=True)
+    return f"proof failed: {error}"
 
 
 @main.command()
@@ -150,6 +205,7 @@ def _print_traceback(error: BaseException) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random proof inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every rewrite and refusal with its reason; tracebacks on errors.")
+@_reports_errors(explain=_explain_proof)
 def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, rtol, max_rounds, check_each_pass, seed,
              as_json, verbose):
     """Simplify MODEL and rewrite it with proven passes: fewer nodes, same outputs.
@@ -158,23 +214,12 @@ def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, 
     the signature and match MODEL's outputs on ONNX Runtime's CPU EP, or nothing is written and the
     pass that broke it is named.
     """
-    from optim.ep_plugin.runner import RunInputError
-    from optim.optimizer import OptimizeError, ProofError, Tolerance, format_report, optimize as do_optimize
+    from optim.optimizer import Tolerance, format_report, optimize as do_optimize
 
     _check_onnx_file(model)
-    try:
-        result = do_optimize(model, output, skip=skip, only=only, simplify=not no_simplify, inputs=inputs_file,
-                             shapes=_parse_shapes(shapes), tolerance=Tolerance(atol, rtol), max_rounds=max_rounds,
-                             seed=seed, check_each_pass=check_each_pass)
-    except (OptimizeError, RunInputError) as e:
-        if verbose:
-            raise
-        raise _UsageError(str(e)) from None
-    except ProofError as e:
-        if verbose:
-            for event in e.events:
-                click.echo(str(event), err=True)
-        raise click.ClickException(f"proof failed: {e}") from None
+    result = do_optimize(model, output, skip=skip, only=only, simplify=not no_simplify, inputs=inputs_file,
+                         shapes=_parse_shapes(shapes), tolerance=Tolerance(atol, rtol), max_rounds=max_rounds,
+                         seed=seed, check_each_pass=check_each_pass)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -186,7 +231,7 @@ def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, 
 
 
 def _parse_shapes(values) -> dict:
-    from optim.ep_plugin.runner import parse_shape
+    from optim.ep_plugin.inputs import parse_shape
 
     return dict(parse_shape(v) for v in values)
 
@@ -203,18 +248,19 @@ def _parse_shapes(values) -> dict:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors(runtime_errors=True)
 def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
     """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
     import numpy as np
-    from optim.ep_plugin.runner import run_model
+    from optim.ep_plugin.tools.runner import run_model
 
     _check_onnx_file(model)
-    result = _run_or_exit(lambda: run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare,
-                                            threads=threads, seed=seed, isa=isa), verbose)
+    result = run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare, threads=threads,
+                       seed=seed, isa=isa)
     if save:
-        from optim.ep_plugin.files import atomic_write
+        from optim.common.staging import staged_output
 
-        with atomic_write(save) as tmp:
+        with staged_output(save) as tmp:
             with open(tmp, "wb") as f:
                 np.savez(f, **result.outputs)
     if as_json:
@@ -227,7 +273,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
         if compare:
             out["max_abs_error"] = result.max_abs_error
             out["max_rel_error"] = result.max_rel_error
-            out["checks"] = [c.__dict__ for c in result.checks]
+            out["checks"] = [{"name": c.name, "max_abs": c.max_abs, "max_rel": c.max_rel} for c in result.checks]
         click.echo(json.dumps(out, indent=2))
         return
     for name, v in result.outputs.items():
@@ -236,7 +282,8 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
     click.echo(result.placement.summary())
     click.echo(f"wall time: {result.seconds * 1e3:.3f} ms (one run after a warm-up)")
     for c in result.checks:
-        click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}")
+        unmeasured = f" ({c.problem})" if c.max_abs == float("inf") else ""  # shapes, NaN or infinities differ
+        click.echo(f"vs CPU EP: {c.name}: max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g}{unmeasured}")
 
 
 @main.command()
@@ -261,12 +308,13 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
               help="Afterwards, profile the first batch on a separate session (see `optim profile`): time per "
                    "OptimEP step and per CPU EP node.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors(runtime_errors=True)
 def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file,
           with_profile, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
     side by side with ONNX Runtime's CPU EP or OpenVINO (ratio above 1 means OptimEP is faster)."""
-    from optim.ep_plugin.bench_report import print_report
-    from optim.ep_plugin.benchmark import benchmark
+    from optim.ep_plugin.tools.bench_report import print_report
+    from optim.ep_plugin.tools.benchmark import benchmark
 
     _check_onnx_file(model)
     try:
@@ -275,35 +323,31 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         raise _UsageError(f"bad --batch {batch_text!r}: expected sizes like 1 or 1,8,32") from None
     if batches and any(b < 1 for b in batches):
         raise _UsageError(f"bad --batch {batch_text!r}: sizes must be >= 1")
-    report = _run_or_exit(lambda: benchmark(
-        model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs, duration=duration,
-        warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed, isa=isa,
-        progress=lambda line: click.echo(line, err=True)), verbose)
+    report = benchmark(model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs, duration=duration,
+                       warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
+                       isa=isa, progress=lambda line: click.echo(line, err=True))
     print_report(report, click.echo)
     data = report.to_dict()
     if with_profile:
-        from optim.ep_plugin.profile import profile
-        from optim.ep_plugin.profile_report import print_profile
+        from optim.ep_plugin.tools.profile import profile
+        from optim.ep_plugin.tools.profile_report import print_profile
 
         click.echo("")
-        prof = _run_or_exit(lambda: profile(model, shapes=report.results[0].shapes, runs=runs, warmup=warmup,
-                                            threads=threads, isa=isa, seed=seed), verbose)
+        prof = profile(model, shapes=report.results[0].shapes, runs=runs, warmup=warmup, threads=threads, isa=isa,
+                       seed=seed)
         print_profile(prof, click.echo, top=PROFILE_TOP)
         data["profile"] = prof.to_dict()
     if json_file:
-        from optim.ep_plugin.files import atomic_write
+        from optim.common.staging import staged_output
 
-        with atomic_write(json_file) as tmp:
+        with staged_output(json_file) as tmp:
             with open(tmp, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=2)
         click.echo(f"report written to {json_file}")
     if plot_file:
-        from optim.ep_plugin.bench_plot import plot_report
+        from optim.ep_plugin.tools.bench_plot import plot_report
 
-        try:
-            plot_report(report, plot_file)
-        except RuntimeError as e:
-            raise click.ClickException(str(e)) from None
+        plot_report(report, plot_file)  # without matplotlib: one sentence saying how to install it
         click.echo(f"plot written to {plot_file}")
 
 
@@ -321,6 +365,7 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
               help="Print the N most expensive rows (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every row).")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors(runtime_errors=True)
 def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, seed, top, as_json, verbose):
     """Where the time of a run goes: each step inside OptimEP's fused nodes and each node left to ONNX
     Runtime's CPU EP, with its op type, input shapes, mean ms per run and share, then the share per op type.
@@ -328,33 +373,16 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
     OptimEP times its steps itself (EP option `profile`); ONNX Runtime's profiler times the other nodes and
     each fused node whole (the part outside its steps shows as a '(fused node)' row). Both profilers add a
     little overhead: use the shares to find hot spots, `optim bench` for latency."""
-    from optim.ep_plugin.profile import profile
-    from optim.ep_plugin.profile_report import print_profile
+    from optim.ep_plugin.tools.profile import profile
+    from optim.ep_plugin.tools.profile_report import print_profile
 
     _check_onnx_file(model)
-    prof = _run_or_exit(lambda: profile(model, shapes=_parse_shapes(shapes), batch=batch, inputs=inputs_file, runs=runs,
-                                        warmup=warmup, threads=threads, isa=isa, seed=seed), verbose)
+    prof = profile(model, shapes=_parse_shapes(shapes), batch=batch, inputs=inputs_file, runs=runs, warmup=warmup,
+                   threads=threads, isa=isa, seed=seed)
     if as_json:
         click.echo(json.dumps(prof.to_dict(), indent=2))
     else:
         print_profile(prof, click.echo, top=top)
-
-
-def _run_or_exit(fn, verbose: bool):
-    """fn(), with its errors as one sentence: bad input (RunInputError) exits 2, ONNX Runtime's own errors
-    exit 1 with their cause; -v raises them with the traceback."""
-    from optim.ep_plugin.runner import RunInputError, ort_error_message
-
-    try:
-        return fn()
-    except RunInputError as e:
-        if verbose:
-            raise
-        raise _UsageError(str(e)) from None
-    except Exception as e:
-        if verbose:
-            raise
-        raise click.ClickException(ort_error_message(e)) from None
 
 
 @main.command()
@@ -384,6 +412,7 @@ def _run_or_exit(fn, verbose: bool):
 @click.option("--compare", is_flag=True, help="Also measure the int8 model on ONNX Runtime's CPU EP.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors()
 def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, exclude, op_types,
              target, max_float, dynamic, logits, shapes, compare, as_json, verbose):
     """Quantize MODEL to int8 QDQ (int8 weights per channel, uint8/int8 activations per tensor) and
@@ -393,23 +422,16 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     quantized), then the most sensitive ones are kept in float until the target holds; the report names
     them and the latency they cost on OptimEP. Calibration runs once. If the target cannot be met,
     nothing is written and the exit code is 2."""
-    from optim.ep_plugin.runner import RunInputError
-    from optim.optimizer import OptimizeError
     from optim.optimizer.quantization import quantize as do_quantize
 
     _check_onnx_file(model)
-    try:
-        result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
-                             evaluation=evaluation, method=method, activation_type=activations,
-                             per_channel=not per_tensor, exclude=list(exclude),
-                             op_types=[t.strip() for t in op_types.split(",") if t.strip()] if op_types else None,
-                             dynamic=dynamic, logits=logits, target=target, max_float=max_float,
-                             compare_cpu=compare, shapes=_parse_shapes(shapes),
-                             progress=lambda line: click.echo(f"optim: {line}", err=True))
-    except (OptimizeError, RunInputError) as e:
-        if verbose:
-            raise
-        raise _UsageError(str(e)) from None
+    result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
+                         evaluation=evaluation, method=method, activation_type=activations,
+                         per_channel=not per_tensor, exclude=list(exclude),
+                         op_types=[t.strip() for t in op_types.split(",") if t.strip()] if op_types else None,
+                         dynamic=dynamic, logits=logits, target=target, max_float=max_float,
+                         compare_cpu=compare, shapes=_parse_shapes(shapes),
+                         progress=lambda line: click.echo(f"optim: {line}", err=True))
     for note in result.warnings:
         click.echo(f"warning: {note}", err=True)
     if as_json:

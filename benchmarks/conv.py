@@ -30,11 +30,12 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from flops import count_macs  # noqa: E402
+from optim.common.machine import core_count, cpu_summary  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
-from optim.ep_plugin.benchmark import NO_SPIN  # noqa: E402
-from optim.ep_plugin.doctor import isa_supported  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
+from optim.ep_plugin.tools.doctor import isa_supported  # noqa: E402
 from peak import measure as measure_peak  # noqa: E402
-from run import HERE, _replace_between, cpu_model  # noqa: E402
+from run import HERE, _replace_between  # noqa: E402
 import options  # noqa: E402
 import timing  # noqa: E402
 
@@ -177,7 +178,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     isas = runnable_isas()
     peak = measure_peak(Path(args.cache), args.threads)
-    print(f"{cpu_model()}: OptimEP ISAs {', '.join(isas)}; {peak.describe()}", flush=True)
+    print(f"{cpu_summary()}: OptimEP ISAs {', '.join(isas)}; {peak.describe()}", flush=True)
     rows, failures = [], []
     with tempfile.TemporaryDirectory(prefix="optim-conv-") as tmp:
         for layer in args.chosen:
@@ -205,7 +206,7 @@ def main(argv=None) -> int:
         shown = " ".join(argv if argv is not None else sys.argv[1:])
         command = f"make bench  # = .venv/bin/python benchmarks/conv.py {shown}".strip()
         lines = ["", f"Command: `{command}`  ",
-                 f"Machine: {cpu_model()}, {os.cpu_count()} cores; onnxruntime {ort.__version__}; batch 1, "
+                 f"Machine: {cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; batch 1, "
                  f"{args.threads} intra-op threads (no spinning); OptimEP ISAs this machine runs: {', '.join(isas)}.  ",
                  f"Peak ({peak.threads} threads): fp32 {peak.fp32_gflops:.0f} GFLOP/s ({peak.fp32_kernel}), int8 "
                  f"{peak.int8_gops:.0f} GOP/s ({peak.int8_kernel}). Each cell: median, throughput (% of that precision's peak).  ",

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import shape_inference
+
+from optim.ep_plugin import cpu_session
 
 COUNTED_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 
@@ -78,9 +79,7 @@ def _measured_shapes(model: onnx.ModelProto, feeds: dict[str, np.ndarray], names
     work.CopyFrom(model)
     outputs = {o.name for o in work.graph.output}
     work.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in outputs)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(work.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    sess = cpu_session(work.SerializeToString(), optimization="disable")
     return {n: list(v.shape) for n, v in zip(names, sess.run(names, feeds))}
 
 

@@ -23,9 +23,11 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import HERE, _header, _replace_between, cpu_model, summarize, time_pair  # noqa: E402
+from run import HERE, _header, _replace_between, time_stats  # noqa: E402
 
+from optim.common.machine import core_count, cpu_summary  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
 
 MARKERS = ("<!-- int8-gemm:begin -->", "<!-- int8-gemm:end -->")
 SHAPES = [(128, 384, 384), (128, 384, 1536), (128, 1536, 384), (512, 1024, 1024)]  # (M, K, N)
@@ -53,14 +55,14 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-markdown", action="store_true")
     args = ap.parse_args(argv)
-    kw = {"threads": args.threads, "config": {"session.intra_op.allow_spinning": "0"}}
+    kw = {"threads": args.threads, "config": NO_SPIN}
     rows = []
     for m, k, n in SHAPES:
         model = qdq_matmul(m, k, n)
         sessions = {"optim": session(model, **kw), "cpu": cpu_session(model, **kw)}
         assert placement(sessions["optim"]).integer_units == 1
         x = np.random.default_rng(1).integers(0, 256, (m, k)).astype(np.uint8)
-        st = {name: summarize(t) for name, t in time_pair(sessions, {"x": x}, args.runs, 5).items()}
+        st = time_stats(sessions, {"x": x}, args.runs, 5, batch=1)
         gops = {name: 2 * m * n * k / (s["median_ms"] * 1e-3) / 1e9 for name, s in st.items()}
         rows.append({"shape": (m, k, n), "ms": {k2: s["median_ms"] for k2, s in st.items()}, "gops": gops})
         print(f"M={m} K={k} N={n}: OptimEP {gops['optim']:.0f} GOP/s, CPU EP {gops['cpu']:.0f} GOP/s", flush=True)
@@ -68,7 +70,7 @@ def main(argv=None) -> int:
     print(f"fastest measured: {ceiling:.0f} GOP/s")
     if not args.no_markdown:
         command = "make bench  # = .venv/bin/python benchmarks/gemm.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__, "threads": args.threads,
+        machine = {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__, "threads": args.threads,
                    "runs": args.runs}
         lines = _header(machine, command) + [
             "| M x K x N | OptimEP median (ms) | CPU EP median (ms) | OptimEP GOP/s | CPU EP GOP/s | ratio CPU/OptimEP | "

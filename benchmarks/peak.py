@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from optim.ep_plugin.doctor import cpu_flags
+from optim.common.machine import cpu_flags
 
 SOURCE = Path(__file__).resolve().parent / "peak_fma.cc"
 # kernel name in peak_fma.cc -> the /proc/cpuinfo flags it needs

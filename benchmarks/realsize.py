@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import signal
 import subprocess
@@ -29,9 +28,10 @@ import onnxruntime as ort
 
 import options
 import realsize_report
+from optim.common.machine import core_count, cpu_summary
 from peak import measure as measure_peak
 from realsize_models import SUITE
-from run import HERE, _replace_between, cpu_model
+from run import HERE, _replace_between
 
 MARKERS = ("<!-- realsize:begin -->", "<!-- realsize:end -->")
 WORKER = HERE / "realsize_model.py"
@@ -86,7 +86,7 @@ def run_model(name: str, args, folder: Path) -> dict:
 
 
 def machine(args, peak) -> dict:
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__,
+    return {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__,
             "python": platform.python_version(), "threads": args.threads, "peak": peak.__dict__}
 
 

@@ -24,13 +24,13 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # torch's OpenMP threads must not spin after export
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would spin on the cores being timed
 
-import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 from flops import count_macs  # noqa: E402
+from optim.common.comparison import relative_l2  # noqa: E402
+from optim.common.staging import staged_output  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
-from optim.ep_plugin.benchmark import NO_SPIN  # noqa: E402
-from optim.ep_plugin.files import atomic_write  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
 from realsize_models import BY_NAME, model_inputs  # noqa: E402
 from realsize_prepare import PrepareError, prepare  # noqa: E402
 import options  # noqa: E402
@@ -50,7 +50,7 @@ class Record:
 
     def update(self, **fields) -> None:
         self.data.update(fields)
-        with atomic_write(self.path) as tmp:
+        with staged_output(self.path) as tmp:
             tmp.write_text(json.dumps(self.data, indent=2))
 
     def fail(self, stage: str, error: str, say) -> None:
@@ -84,11 +84,6 @@ def placement_summary(sess, precision: str) -> dict:
     d = placement(sess).to_dict()
     keys = ["total_nodes", "optim_nodes", "isa", "integer_units", "fallback"] + (["float_units"] if precision == "int8" else [])
     return {k: d[k] for k in keys}
-
-
-def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
-    ref64 = ref.astype(np.float64)
-    return float(np.linalg.norm(got.astype(np.float64) - ref64) / max(np.linalg.norm(ref64), 1e-30))
 
 
 def check_outputs(sessions: dict, feeds: dict, batch: int, record: Record, say) -> dict[str, float]:

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import optim
-from optim.ep_plugin.files import atomic_write
+from optim.common.staging import staged_output
 from optim.models import get
 from realsize_models import BY_NAME, SEQUENCE, model_inputs
 
@@ -94,7 +94,7 @@ class _State:
 
     def record(self, stage: str, info: dict) -> dict:
         self.data["stages"][stage] = info
-        with atomic_write(self.path) as tmp:
+        with staged_output(self.path) as tmp:
             tmp.write_text(json.dumps(self.data, indent=2))
         return dict(info, cached=False)
 

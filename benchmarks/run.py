@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/run.py [--runs 50] [--threads 2] [--batch 1,16] [--no-minilm] [--json out.json]
 
-Exports each zoo model (needs torch) and quantizes it to int8 QDQ, then for each batch size times, in
-alternation (A B A B, so that drift hits all sides equally): fp32 on OptimEP and the CPU EP (ORT's
+Exports each zoo model (needs torch) and quantizes it to int8 QDQ with optim's own library functions
+(optim.exporter.export, optim.optimizer.quantization.quantize), then for each batch size times, in
+alternation (A B A B, so that drift hits all sides equally; optim.ep_plugin.timing): fp32 on OptimEP and the CPU EP (ORT's
 default, all graph optimizations), then PyTorch eager (the zoo's module) in a phase of its own; int8 on OptimEP, the CPU EP and the CPU EP with optimizations
 disabled (ORT's exact reference). Reports medians, p90, the ratio CPU-EP median / OptimEP median
 (> 1: OptimEP is faster) and int8 accuracy against fp32, and rewrites the tables between the markers
@@ -16,10 +17,9 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
-import time
+from dataclasses import asdict
 from pathlib import Path
 
 # PyTorch's OpenMP threads would otherwise spin after each eager run and steal the cores from the
@@ -28,26 +28,20 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS threads would spin on the cores being timed
 
 import numpy as np  # noqa: E402
+import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
+from optim.common.comparison import relative_l2  # noqa: E402
+from optim.common.machine import core_count, cpu_summary  # noqa: E402
 from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
+from optim.ep_plugin.timing import NO_SPIN, summarize, time_alternating  # noqa: E402
 from optim.models import ZOO, example_inputs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 FP32_MARKERS = ("<!-- fp32-zoo:begin -->", "<!-- fp32-zoo:end -->")
 INT8_MARKERS = ("<!-- int8-zoo:begin -->", "<!-- int8-zoo:end -->")
 CALIBRATION_SEEDS = range(1000, 1016)  # calibration inputs; timing and accuracy use other seeds
-
-
-def cpu_model() -> str:
-    name, flags = platform.processor() or "unknown", set()
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            name = line.split(":", 1)[1].strip()
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
-    return f"{name} ({', '.join(isa)})"
+HELD_OUT_SEEDS = range(1016, 1020)  # the quantizer's accuracy report (all the calibration seeds calibrate)
 
 
 def calibration_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
@@ -58,32 +52,29 @@ def calibration_inputs(name: str, seed: int) -> dict[str, np.ndarray]:
     return example_inputs(name, seed=seed)
 
 
-def quantize_int8(fp32: Path, name: str, out: Path) -> Path:
-    """Static int8 QDQ with onnxruntime.quantization (per-channel int8 weights, uint8 activations),
-    calibrated on zoo example inputs; `optim quantize` (issue 5) will replace this."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+def quantize_int8(fp32: Path, name: str, folder: Path) -> Path:
+    """Static int8 QDQ by optim's quantizer (per-channel int8 weights, uint8 activations), calibrated on
+    zoo example inputs; for MiniLM only the MatMuls with constant weights (quantizing attention's
+    activation x activation MatMuls and the LayerNorm inputs ruins it)."""
+    from optim.optimizer.quantization import quantize
 
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.feeds = iter([calibration_inputs(name, s) for s in CALIBRATION_SEEDS])
-
-        def get_next(self):
-            return next(self.feeds, None)
-
-    extra = {}
-    if name == "minilm":  # only the weight MatMuls: quantizing attention and LayerNorm inputs ruins it
-        import onnx
-
-        m = onnx.load(str(fp32), load_external_data=False)
-        consts = {i.name for i in m.graph.initializer}
-        extra["nodes_to_quantize"] = [n.name for n in m.graph.node if n.op_type in ("MatMul", "Gemm") and n.input[1] in consts]
-    quantize_static(str(fp32), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, **extra)
+    for part, seeds in (("calib", CALIBRATION_SEEDS), ("held_out", HELD_OUT_SEEDS)):
+        (folder / part).mkdir(parents=True, exist_ok=True)
+        for seed in seeds:
+            np.savez(folder / part / f"{seed}.npz", **calibration_inputs(name, seed))
+    recipe = {}
+    if name == "minilm":
+        graph = onnx.load(str(fp32), load_external_data=False).graph
+        weights = {t.name for t in graph.initializer}
+        recipe = {"op_types": ["MatMul"],
+                  "exclude": [n.name for n in graph.node if n.op_type == "MatMul" and n.input[1] not in weights]}
+    out = folder / f"{name}.int8.onnx"
+    quantize(fp32, out, calibration=folder / "calib", evaluation=folder / "held_out", **recipe)
     return out
 
 
 class TorchEager:
-    """The zoo's PyTorch module in eager mode, with an InferenceSession-like run() for time_pair."""
+    """The zoo's PyTorch module in eager mode, with an InferenceSession-like run() for time_alternating."""
 
     def __init__(self, name: str, threads: int):
         import torch
@@ -101,10 +92,6 @@ class TorchEager:
             return [self._module(*args)]
 
 
-def relative_l2(got: np.ndarray, ref: np.ndarray) -> float:
-    return float(np.linalg.norm(got.astype(np.float64) - ref) / max(np.linalg.norm(ref.astype(np.float64)), 1e-30))
-
-
 # Batch sizes per model (issue 6's set); MiniLM runs at sequence length MINILM_SEQUENCE.
 DEFAULT_BATCHES = {"mlp": [1, 32], "cnn": [1, 16], "transformer": [1, 16], "minilm": [1, 8]}
 MINILM_SEQUENCE = 128
@@ -119,23 +106,9 @@ def batch_inputs(name: str, batch: int) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def time_pair(sessions: dict[str, ort.InferenceSession], feeds, runs: int, warmup: int) -> dict[str, list[float]]:
-    for s in sessions.values():
-        for _ in range(warmup):
-            s.run(None, feeds)
-    times: dict[str, list[float]] = {k: [] for k in sessions}
-    for _ in range(runs):
-        for k, s in sessions.items():  # alternate: A B A B ...
-            t0 = time.perf_counter()
-            s.run(None, feeds)
-            times[k].append(time.perf_counter() - t0)
-    return times
-
-
-def summarize(ts: list[float]) -> dict[str, float]:
-    ms = sorted(t * 1e3 for t in ts)
-    return {"median_ms": statistics.median(ms), "p90_ms": ms[int(0.9 * (len(ms) - 1))], "min_ms": ms[0],
-            "cv": statistics.pstdev(ms) / statistics.mean(ms)}
+def time_stats(sessions: dict, feeds, runs: int, warmup: int, batch: int) -> dict[str, dict]:
+    """Latency statistics (as dicts) of each session, from alternating runs after each one's warm-up."""
+    return {k: asdict(summarize(t, batch)) for k, t in time_alternating(sessions, feeds, warmup, runs, None).items()}
 
 
 def main(argv=None) -> int:
@@ -161,11 +134,11 @@ def main(argv=None) -> int:
 
     fp32_rows, int8_rows = [], []
     # Pool threads that spin after a run would steal the cores from the next session's run.
-    kw = {"threads": args.threads, "config": {"session.intra_op.allow_spinning": "0"}}
+    kw = {"threads": args.threads, "config": NO_SPIN}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             path = export(name, Path(tmp) / f"{name}.onnx").path
-            int8 = quantize_int8(Path(path), name, Path(tmp) / f"{name}.int8.onnx")
+            int8 = quantize_int8(Path(path), name, Path(tmp) / f"{name}-int8")
             sessions = {
                 "fp32_optim": session(str(path), **kw),
                 "fp32_cpu": cpu_session(str(path), **kw),
@@ -177,11 +150,10 @@ def main(argv=None) -> int:
             p32, p8 = placement(sessions["fp32_optim"]), placement(sessions["int8_optim"])
             for batch in forced or DEFAULT_BATCHES[name]:
                 feeds = batch_inputs(name, batch)
-                t = time_pair(sessions, feeds, args.runs, args.warmup)
+                st = time_stats(sessions, feeds, args.runs, args.warmup, batch)
                 # PyTorch in its own phase: its thread pool lingers after each run and would slow
                 # whichever ONNX Runtime session ran next.
-                t.update(time_pair({"fp32_torch": torch_eager}, feeds, args.runs, args.warmup))
-                st = {k: summarize(v) for k, v in t.items()}
+                st.update(time_stats({"fp32_torch": torch_eager}, feeds, args.runs, args.warmup, batch))
                 fp32_rows.append({"model": name, "batch": batch, "optim": st["fp32_optim"], "cpu": st["fp32_cpu"],
                                   "torch": st["fp32_torch"],
                                   "ratio": st["fp32_cpu"]["median_ms"] / st["fp32_optim"]["median_ms"],
@@ -205,7 +177,7 @@ def main(argv=None) -> int:
                       f"{r8['rel_l2']['int8_cpu']:.4f}", flush=True)
 
     command = "make bench  # = .venv/bin/python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    machine = {"cpu": cpu_model(), "cores": os.cpu_count(), "onnxruntime": ort.__version__,
+    machine = {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__,
                "python": platform.python_version(), "threads": args.threads, "runs": args.runs,
                "spinning": "off (session.intra_op.allow_spinning=0 for every session)"}
     if args.json:

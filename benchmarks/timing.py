@@ -1,4 +1,4 @@
-"""Alternating timed runs within a time budget, on top of `optim bench`'s timing functions.
+"""Alternating timed runs within a time budget, on top of optim.ep_plugin.timing.
 
 The run count adapts to the model: one probe round (A B C ... once each, after the warm-up) says
 how long a round takes, and as many rounds as fit in the budget follow, at least `min_runs` (a
@@ -7,7 +7,7 @@ median of fewer says little) and at most `max_runs`. Big models get fewer runs, 
 
 from __future__ import annotations
 
-from optim.ep_plugin.benchmark import LatencyStats, summarize, time_alternating
+from optim.ep_plugin.timing import LatencyStats, summarize, time_alternating
 
 
 def budgeted_runs(round_seconds: float, budget_s: float, min_runs: int, max_runs: int) -> int:

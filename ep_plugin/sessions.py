@@ -26,7 +26,7 @@ EP_OPTIONS = {
     "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
     "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",
     "profile": "path of a JSON file of per-step times inside OptimEP's fused nodes, written when the session is "
-               "released (see optim.ep_plugin.profile)",
+               "released (see optim.ep_plugin.tools.profile)",
     "profile_warmup": "with profile: each fused node's first N runs are not counted (default 0)",
     "channels_last": "1 (default) runs convolutions and the ops around them on NHWC tensors inside each partition; "
                      "0 keeps ONNX's NCHW layout (the direct NCHW kernels), for comparison",

@@ -10,13 +10,14 @@ Every user mistake raises ExportError (a ValueError) with one sentence saying wh
 an export that does not match PyTorch raises VerificationError (an ExportError) and writes no file.
 """
 
+from optim.common.comparison import FLOAT_ATOL, FLOAT_RTOL, HALF_ATOL, HALF_RTOL
+
 from .detect import detect_kind
 from .errors import ExportError, VerificationError
 from .pipeline import export
 from .result import ExportResult
 from .specs import DYNAMIC_EXAMPLE_SIZE, InputSpec, parse_input_spec
 from .to_onnx import EXPORTERS
-from .verify import FLOAT_ATOL, FLOAT_RTOL, HALF_ATOL, HALF_RTOL
 
 __all__ = [
     "DYNAMIC_EXAMPLE_SIZE",

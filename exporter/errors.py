@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
+from optim.common.errors import CheckFailed, UserError
 
-class ExportError(ValueError):
+
+class ExportError(UserError):
     """An export failed for a reason the user can act on.
 
     The message is one sentence naming what was wrong and the fix; the CLI prints it without a
@@ -17,10 +19,11 @@ class ExportError(ValueError):
         self.report = report or []
 
 
-class VerificationError(ExportError):
+class VerificationError(ExportError, CheckFailed):
     """The model exported, but ONNX Runtime's results differ from PyTorch's beyond the tolerance.
 
-    Not a mistake in the user's input (the CLI exits 1, not 2): the exporter or a kernel is wrong.
+    Not a mistake in the user's input (a CheckFailed: the CLI exits 1, not 2): the exporter or a kernel
+    is wrong. Still an ExportError, so that one except clause catches every export failure.
     """
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from optim.common.staging import staged_output
+
 from .errors import ExportError, first_line
 from .examples import describe, resized_inputs
 from .inputs import resolve_inputs
@@ -17,7 +19,6 @@ from .loading import describe_kind, load_model
 from .outputs import flatten_outputs, output_names
 from .result import ExportResult, describe_values
 from .specs import InputSpec
-from .staging import staged_output
 from .to_onnx import EXPORTERS, export_onnx
 from .verify import verify_onnx
 
@@ -48,7 +49,7 @@ def export(
     {name: {axis: dim name}} (see resolve_inputs for which source wins).
     `exporter`: "auto" (dynamo, then TorchScript), "dynamo" or "torchscript".
     Verification runs the file on ONNX Runtime's CPU EP against PyTorch on the example inputs
-    and, with dynamic axes, on inputs resized along every one of them (tolerances in verify.py).
+    and, with dynamic axes, on inputs resized along every one of them (tolerances in optim.common.comparison).
     The file appears only after it passed (or verify=False); an existing file is replaced then.
     progress(str) gets a short line as each step starts (loading, exporting, verifying) and says
     what SPEC was found to be.
@@ -78,7 +79,7 @@ def export(
     names = output_names([path for path, _ in outputs])
     args = tuple(torch.from_numpy(np.array(examples[s.name], copy=True)) for s in specs)
 
-    with staged_output(output) as staged:
+    with staged_output(output, error=ExportError) as staged:
         used = export_onnx(loaded, args, specs, names, opset, exporter, staged, verbose=verbose, progress=say)
         log.info("exported %s with the %s exporter (opset %d)", loaded.source, used, opset)
         report = []

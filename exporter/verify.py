@@ -1,11 +1,9 @@
 """Checking the exported ONNX file against PyTorch: ONNX Runtime's CPU EP vs the torch module.
 
-Tolerances, named in every report row (an element passes when |onnx - torch| <= ATOL + RTOL * |torch|):
-  FLOAT_ATOL, FLOAT_RTOL  "float": float32/float64. ONNX Runtime and PyTorch sum in different orders
-                          and fuse differently, so results differ in the last bits; 1e-4 is far
-                          above that for the zoo's magnitudes and far below any real export bug.
-  HALF_ATOL, HALF_RTOL    "half": float16, with its 11-bit mantissa.
-"exact": integer and bool outputs must be equal. NaN must sit at the same positions in both.
+Every output is compared under optim.common.comparison's named tolerances, named in each report row:
+"float" (FLOAT_ATOL, FLOAT_RTOL) for float32/float64, "half" for float16, "exact" for integer and bool
+outputs; an element passes when |onnx - torch| <= atol + rtol * |torch|, and NaN must sit at the same
+positions in both.
 """
 
 from __future__ import annotations
@@ -14,64 +12,25 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
+
+from optim.common.comparison import OutputCheck, compare_output
+from optim.ep_plugin import cpu_session
+from optim.ep_plugin.ort_errors import ort_error_message
 
 from .errors import ExportError, VerificationError, first_line
 from .examples import describe
 
-FLOAT_ATOL = 1e-4
-FLOAT_RTOL = 1e-4
-HALF_ATOL = 1e-2
-HALF_RTOL = 1e-2
+
+def check_against_torch(output: str, got: np.ndarray, want: np.ndarray) -> OutputCheck:
+    """ONNX Runtime's result `got` for `output` against PyTorch's `want`."""
+    return compare_output(output, got, want, labels=("onnx", "torch"))
 
 
-def tolerance(dtype: np.dtype) -> tuple[str, float, float]:
-    """(name, atol, rtol) for outputs of `dtype`: "half", "float", or "exact" (0, 0) for integer and bool."""
-    dtype = np.dtype(dtype)
-    if dtype == np.float16:
-        return "half", HALF_ATOL, HALF_RTOL
-    if dtype.kind in "fc":
-        return "float", FLOAT_ATOL, FLOAT_RTOL
-    return "exact", 0.0, 0.0
-
-
-def compare(output: str, check: str, got: np.ndarray, want: np.ndarray) -> dict:
-    """One report row: ONNX result `got` against the PyTorch result `want`.
-
-    passed applies the combined tolerance per element. max_abs and max_rel are the largest
-    elementwise |diff| and |diff|/|want|; max_rel skips elements with |want| <= atol, where it
-    would only measure rounding noise around zero. Near-zero elements can still show a max_rel
-    above rtol and pass, because atol covers them.
-    """
-    name, atol, rtol = tolerance(want.dtype)
-    row = {"output": output, "check": check, "max_abs": float("inf"), "max_rel": float("inf"),
-           "tolerance": f"{name} (|diff| <= {atol:g} + {rtol:g}*|torch|)" if name != "exact" else "exact",
-           "atol": atol, "rtol": rtol, "passed": False, "problem": ""}
-    if got.shape != want.shape:
-        row["problem"] = f"shape {_dims(got.shape)} instead of {_dims(want.shape)}"
-        return row
-    if got.dtype != want.dtype:
-        row["problem"] = f"dtype {got.dtype} instead of {want.dtype}"
-        return row
-    if got.size == 0:
-        row.update(max_abs=0.0, max_rel=0.0, passed=True)
-        return row
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    nan_g, nan_w = np.isnan(g), np.isnan(w)
-    if not np.array_equal(nan_g, nan_w):
-        row["problem"] = f"NaN in {int(nan_g.sum())} elements instead of {int(nan_w.sum())}"
-        return row
-    # Equal values (infinities included) differ by 0; NaN positions were checked above.
-    diff = np.where((g == w) | nan_g, 0.0, np.abs(g - w))
-    scale = np.abs(np.where(nan_w, 0.0, w))
-    meaningful = scale > atol
-    row["max_abs"] = float(diff.max())
-    row["max_rel"] = float((diff[meaningful] / scale[meaningful]).max()) if meaningful.any() else 0.0
-    row["passed"] = bool(np.all(diff <= atol + rtol * scale))
-    if not row["passed"]:
-        index = np.unravel_index(int(np.argmax(diff - rtol * scale)), diff.shape)
-        row["problem"] = f"worst element {tuple(int(i) for i in index)}: onnx {g[index]:.6g}, torch {w[index]:.6g}"
-    return row
+def report_row(check: str, c: OutputCheck) -> dict:
+    """The report row of one output on the `check` inputs ("example", "resized"): output, check, max_abs,
+    max_rel, tolerance, atol, rtol, passed, problem."""
+    return {"output": c.name, "check": check, "max_abs": c.max_abs, "max_rel": c.max_rel, "tolerance": c.tolerance,
+            "atol": c.atol, "rtol": c.rtol, "passed": c.passed, "problem": c.problem}
 
 
 def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]], list[np.ndarray]],
@@ -85,16 +44,13 @@ def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]]
     gets a line per check.
     """
     say = progress or (lambda _line: None)
-    options = ort.SessionOptions()
-    # Check the graph as written: ORT's own fusions would only add rounding differences of their own.
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # The graph as written: ORT's own fusions would only add rounding differences of their own.
+        session = cpu_session(str(path), optimization="disable")
     except Exception as e:
-        raise ExportError(f"ONNX Runtime cannot load the exported model ({_ort_message(e)}); try another --opset") from None
+        raise ExportError(f"ONNX Runtime cannot load the exported model ({ort_error_message(e)}); try another --opset") from None
     names = [o.name for o in session.get_outputs()]
-    report = []
+    results: list[tuple[str, OutputCheck]] = []
     for check, feeds in checks:
         say(f"verifying against PyTorch on ONNX Runtime's CPU EP: {check} inputs ({describe(feeds)})")
         try:
@@ -109,28 +65,16 @@ def verify_onnx(path: str | Path, reference: Callable[[Mapping[str, np.ndarray]]
             got = session.run(None, used)
         except Exception as e:
             raise ExportError(
-                f"ONNX Runtime fails on the {check} inputs ({describe(feeds)}): {_ort_message(e)}; the export "
+                f"ONNX Runtime fails on the {check} inputs ({describe(feeds)}): {ort_error_message(e)}; the export "
                 f"probably fixed a size that should be dynamic"
             ) from None
         if len(got) != len(want):
             raise ExportError(f"the ONNX model has {len(got)} outputs but the PyTorch model returns {len(want)} tensors")
-        report.extend(compare(name, check, g, w) for name, g, w in zip(names, got, want))
-    failed = [r for r in report if not r["passed"]]
+        results.extend((check, check_against_torch(name, g, w)) for name, g, w in zip(names, got, want))
+    report = [report_row(check, c) for check, c in results]
+    failed = [(check, c) for check, c in results if not c.passed]
     if failed:
         raise VerificationError("verification against PyTorch failed, so no file was written: " + "; ".join(
-            f"output {r['output']!r} on the {r['check']} inputs: "
-            + (r["problem"] if r["max_abs"] == float("inf") else
-               f"max abs error {r['max_abs']:.3g}, max rel error {r['max_rel']:.3g} over tolerance {r['tolerance']} "
-               f"({r['problem']})")
-            for r in failed), report=report)
+            f"output {c.name!r} on the {check} inputs: {c.failure()}" for check, c in failed), report=report)
     return report
 
-
-def _dims(shape) -> str:
-    return "x".join(map(str, shape)) or "scalar"
-
-
-def _ort_message(e: BaseException) -> str:
-    # ORT prefixes "[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : "; the rest is the message.
-    text = first_line(e)
-    return text.split(" : ", 3)[-1] if text.startswith("[ONNXRuntimeError]") else text

@@ -10,11 +10,20 @@ that fails the proof raises ProofError naming the pass that caused it; nothing i
 Needs onnx, onnxruntime and numpy; onnxsim (the `optimize` extra) for the first step.
 """
 
+from optim.common.comparison import (
+    DEFAULT_TOLERANCE,
+    FLOAT_ATOL,
+    FLOAT_RTOL,
+    HALF_ATOL,
+    HALF_RTOL,
+    OutputCheck,
+    Tolerance,
+)
+
 from .errors import OptimizeError, ProofError
 from .manager import DEFAULT_MAX_ROUNDS, PassStats
 from .passes import PASS_NAMES, PASSES
 from .pipeline import optimize
-from .proof import DEFAULT_TOLERANCE, FLOAT_ATOL, FLOAT_RTOL, HALF_ATOL, HALF_RTOL, OutputCheck, Tolerance
 from .report import OptimizeResult, format_report, op_counts
 from .rule import Event, Match, Pass, PassContext, Rule
 from .simplify import SimplifyFailed, SimplifyReport

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from optim.common.errors import CheckFailed, UserError
 
-class OptimizeError(ValueError):
+
+class OptimizeError(UserError):
     """Something the user can fix (a bad option, an unreadable model, inputs that do not fit):
     one sentence saying what and how; the CLI prints it without a traceback and exits with 2."""
 
 
-class ProofError(RuntimeError):
+class ProofError(CheckFailed):
     """A pass (or the combination of passes) changed what the model computes, or broke it.
 
     `culprit` names the pass found by re-running the changes one at a time ("" when no single

@@ -8,7 +8,7 @@ as uses of those values, so nothing they need is removed or renamed away.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -51,6 +51,33 @@ def all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
         yield node
         for sub in subgraphs(node):
             yield from all_nodes(sub)
+
+
+def dead_nodes(graph: onnx.GraphProto, removable: Callable[[onnx.NodeProto], bool] = lambda node: True) -> list[int]:
+    """Indexes, last first, of the `removable` nodes none of whose outputs a graph output needs; reads from
+    If/Loop/Scan bodies count. Deleting them in this order keeps the other indexes valid. Nodes that are not
+    removable count as needed (and so does what they read)."""
+    needed = {v.name for v in graph.output}
+    dead = []
+    # Walking backwards, a node is live when a live node (or a graph output) reads one of its outputs;
+    # one sweep suffices because the node list is topologically sorted.
+    for i in range(len(graph.node) - 1, -1, -1):
+        node = graph.node[i]
+        if not removable(node) or any(out in needed for out in node.output if out):
+            needed.update(x for x in node.input if x)
+            for sub in subgraphs(node):
+                needed |= outer_names(sub)
+        else:
+            dead.append(i)
+    return dead
+
+
+def read_names(graph: onnx.GraphProto) -> set[str]:
+    """Every value name a node of the graph or of its subgraphs reads, and the graph outputs."""
+    used = {v.name for v in graph.output}
+    for node in all_nodes(graph):
+        used.update(node.input)
+    return used
 
 
 def attr(node: onnx.NodeProto, name: str, default=None):
@@ -303,8 +330,14 @@ class GraphView:
         the output keeps its name; check bypass_problem() first."""
         if target in self.outputs:
             self._rename(source, target)
+            self.reindex()
         else:
-            self._rename_uses(self.graph, target, source)
+            self.redirect({target: source})
+
+    def redirect(self, renames: Mapping[str, str]) -> None:
+        """Makes every reader of each key (none of them a graph output) read its value instead, the
+        bodies of If/Loop/Scan included: many bypasses in one walk of the model."""
+        self._rename_uses(self.graph, renames)
         self.reindex()
 
     def _rename(self, old: str, new: str) -> None:
@@ -312,17 +345,17 @@ class GraphView:
         for i, out in enumerate(producer.output):
             if out == old:
                 producer.output[i] = new
-        self._rename_uses(self.graph, old, new)
+        self._rename_uses(self.graph, {old: new})
 
-    def _rename_uses(self, graph: onnx.GraphProto, old: str, new: str) -> None:
+    def _rename_uses(self, graph: onnx.GraphProto, renames: Mapping[str, str]) -> None:
         # Value names are unique across a model and its subgraphs (no shadowing), so a
         # recursive rename cannot capture a different value.
         for node in graph.node:
             for i, name in enumerate(node.input):
-                if name == old:
-                    node.input[i] = new
+                if name in renames:
+                    node.input[i] = renames[name]
             for sub in subgraphs(node):
-                self._rename_uses(sub, old, new)
+                self._rename_uses(sub, renames)
                 for out in sub.output:  # a body may return an outer value as is
-                    if out.name == old:
-                        out.name = new
+                    if out.name in renames:
+                        out.name = renames[out.name]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
+
+from optim.common.staging import staged_output, staged_size
 
 from .errors import OptimizeError
 
@@ -45,31 +46,20 @@ def load_model(model: str | os.PathLike | bytes | onnx.ModelProto) -> tuple[onnx
 
 
 def save_model(model: onnx.ModelProto, path: str | os.PathLike, external: bool = False) -> int:
-    """Writes `model` to `path` without ever leaving a partial or unchecked file there: into a
-    temporary folder beside it (created files get the usual permissions), checked by
-    onnx.checker, then moved over the target (data file first). Weights go to `<name>.data`
-    beside it when `external` or when the model is too large to inline. Returns the bytes written."""
-    target = Path(path)
-    if target.is_dir():
-        raise OptimizeError(f"output {target} is a directory: give a file name such as {target / 'model.opt.onnx'}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        staged = stage / target.name
+    """Writes `model` to `path` without ever leaving a partial or unchecked file there: staged beside
+    it (optim.common.staging), checked by onnx.checker, then moved over the target (data file first).
+    Weights go to `<name>.data` beside it when `external` or when the model is too large to inline.
+    Returns the bytes written; OptimizeError when `path` is a folder or cannot be written."""
+    with staged_output(path, error=OptimizeError, example="model.opt.onnx") as staged:
         if external or model.ByteSize() > INLINE_LIMIT:
             to_save = onnx.ModelProto()
             to_save.CopyFrom(model)  # saving with external data rewrites the tensors it is given
             onnx.save_model(to_save, str(staged), save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=f"{target.name}.data", size_threshold=1024)
+                            location=f"{staged.name}.data", size_threshold=1024)
         else:
             onnx.save_model(model, str(staged))
         onnx.checker.check_model(str(staged))
-        written = sum(f.stat().st_size for f in stage.iterdir())
-        for f in sorted(stage.iterdir(), key=lambda f: f.name == target.name):  # the model file last
-            os.replace(f, target.parent / f.name)
-        return written
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        return staged_size(staged)
 
 
 @contextlib.contextmanager

@@ -9,12 +9,14 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import onnx
 
+from optim.common.comparison import DEFAULT_TOLERANCE, Tolerance
+
 from .culprit import find_culprit
 from .errors import OptimizeError, ProofError
 from .manager import DEFAULT_MAX_ROUNDS, Step, run_passes, select_passes
 from .model_io import load_model, model_source, save_model
 from .opset import default_opset
-from .proof import DEFAULT_TOLERANCE, Reference, Tolerance, make_reference, prove
+from .proof import Reference, make_reference, prove
 from .report import OptimizeResult, op_counts
 from .rule import Pass, PassContext
 from .simplify import SimplifyReport, run_onnxsim, simplify as simplify_step

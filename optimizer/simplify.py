@@ -19,8 +19,10 @@ from pathlib import Path
 
 import onnx
 
+from optim.common.comparison import Tolerance
+
 from .model_io import INLINE_LIMIT
-from .proof import Reference, Tolerance, prove, signature
+from .proof import Reference, prove, signature
 
 SIMPLIFY_TIMEOUT_S = 600
 _CHILD = Path(__file__).with_name("_onnxsim_child.py")

@@ -7,16 +7,17 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from optim.ep_plugin import session
-from optim.ep_plugin.doctor import isa_supported as kernels_supported
+from optim.common.comparison import FLOAT_ATOL, FLOAT_RTOL, Tolerance, compare_output
+from optim.ep_plugin import cpu_session, session
+from optim.ep_plugin.tools.doctor import isa_supported as kernels_supported
 
 # "fallback disabled" refusals are expected in tests; keep ORT's own error log off stderr.
 ort.set_default_logger_severity(4)
 
-# Named tolerances for float32 results. Kernels reorder sums (blocked GEMM, FMA), so results differ
-# from ORT's in the last bits; element-wise data movement and max/relu must be exact.
-FLOAT_ATOL = 1e-4
-FLOAT_RTOL = 1e-4
+# Float results within the named float tolerance (FLOAT_ATOL, FLOAT_RTOL): kernels reorder sums (blocked
+# GEMM, FMA), so results differ from ORT's in the last bits; element-wise data movement and max/relu are
+# compared exactly (atol=rtol=0).
+
 # Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-512 VNNI and AMX
 # where present.
 ISAS = ["scalar", "avx2"] + [isa for isa in ("avx512vnni", "amx") if kernels_supported(isa)]
@@ -47,10 +48,7 @@ def make_model(nodes, inputs: dict, outputs: list[str], initializers: dict | Non
 
 def run_cpu(model: bytes, feeds: dict) -> list[np.ndarray]:
     """The reference: ORT's CPU EP with graph optimizations off (no fusions that change rounding)."""
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    return cpu_session(model, optimization="disable").run(None, feeds)
 
 
 def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[np.ndarray]:
@@ -59,27 +57,10 @@ def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[n
 
 
 def assert_close(ours: np.ndarray, ref: np.ndarray, atol: float = FLOAT_ATOL, rtol: float = FLOAT_RTOL, what: str = ""):
-    """Shape, dtype, NaN and infinity positions equal; finite values within atol + rtol*|ref|;
-    reports the worst element."""
-    assert ours.shape == ref.shape, f"{what}: shape {ours.shape} != reference {ref.shape}"
-    assert ours.dtype == ref.dtype, f"{what}: dtype {ours.dtype} != reference {ref.dtype}"
-    if ours.size == 0:
-        return
-    nan_o, nan_r = np.isnan(ours), np.isnan(ref)
-    assert np.array_equal(nan_o, nan_r), f"{what}: NaN positions differ ({nan_o.sum()} vs {nan_r.sum()})"
-    inf_o, inf_r = np.isinf(ours), np.isinf(ref)
-    assert np.array_equal(ours[inf_o], ref[inf_o]) and np.array_equal(inf_o, inf_r), f"{what}: infinities differ"
-    o = np.where(nan_o | inf_o, 0, ours).astype(np.float64)
-    r = np.where(nan_r | inf_r, 0, ref).astype(np.float64)
-    diff = np.abs(o - r)
-    bad = diff > atol + rtol * np.abs(r)
-    if bad.any():
-        idx = np.unravel_index(np.argmax(diff), diff.shape)
-        rel = diff / np.maximum(np.abs(r), 1e-30)
-        raise AssertionError(
-            f"{what}: {int(bad.sum())}/{diff.size} elements off; max_abs={diff.max():.3g} "
-            f"max_rel={rel.max():.3g} at index {tuple(int(i) for i in idx)}: ours={o[idx]!r} ref={r[idx]!r}"
-        )
+    """Shape, dtype, NaN and infinity positions equal; values within atol + rtol*|ref| (integers equal);
+    a failure names the worst element with max_abs and max_rel."""
+    check = compare_output(what, ours, ref, Tolerance(atol, rtol), labels=("ours", "ref"))
+    assert check.passed, f"{what}: {check.problem}; max_abs={check.max_abs:.3g} max_rel={check.max_rel:.3g}"
 
 
 def requantize(acc: np.ndarray, x_scale, w_scale, y_scale, y_zero, lo: int, hi: int, bias=None,

@@ -105,7 +105,7 @@ def test_plot_is_written_as_a_png(mlp_file, tmp_path):
 
 
 def test_noise_warning_on_a_simulated_noisy_machine(mlp_file, monkeypatch):
-    import optim.ep_plugin.benchmark as bm
+    import optim.ep_plugin.timing as timing
 
     # Each run "takes" alternately 1 ms and 3 ms: a cv of 50%.
     ticks = itertools.count()
@@ -117,14 +117,14 @@ def test_noise_warning_on_a_simulated_noisy_machine(mlp_file, monkeypatch):
             clock["t"] += next(durations)
         return clock["t"]
 
-    monkeypatch.setattr(bm, "_timer", fake_timer)
+    monkeypatch.setattr(timing, "_timer", fake_timer)
     r = invoke(mlp_file, "--input", "x:1x16", "--runs", "10", "--warmup", "0")
     assert r.exit_code == 0, r.output
     assert "WARNING: OptimEP's latencies vary by 50%" in r.output and "too noisy" in r.output
 
 
 def test_quiet_machine_gives_no_warning(mlp_file, monkeypatch):
-    import optim.ep_plugin.benchmark as bm
+    import optim.ep_plugin.timing as timing
 
     clock = {"t": 0.0}
 
@@ -132,13 +132,13 @@ def test_quiet_machine_gives_no_warning(mlp_file, monkeypatch):
         clock["t"] += 0.0005
         return clock["t"]
 
-    monkeypatch.setattr(bm, "_timer", steady)
+    monkeypatch.setattr(timing, "_timer", steady)
     r = invoke(mlp_file, "--input", "x:1x16", "--runs", "10", "--warmup", "0")
     assert r.exit_code == 0 and "WARNING" not in r.output
 
 
 def test_openvino_without_the_package_is_skipped_with_a_note(mlp_file, monkeypatch):
-    import optim.ep_plugin.bench_peers as peers
+    import optim.ep_plugin.tools.bench_peers as peers
 
     monkeypatch.setattr(peers, "openvino_available", lambda: False)
     r = invoke(mlp_file, "--input", "x:1x16", "--runs", "3", "--vs", "openvino")
@@ -178,7 +178,7 @@ class _FakeOpenVino:
 
 @pytest.fixture
 def fake_openvino(monkeypatch):
-    import optim.ep_plugin.bench_peers as peers
+    import optim.ep_plugin.tools.bench_peers as peers
 
     monkeypatch.setattr(peers, "openvino_available", lambda: True)
     monkeypatch.setattr(peers, "OpenVinoRunner", _FakeOpenVino)

@@ -1,4 +1,4 @@
-"""`optim profile` and optim.ep_plugin.profile: OptimEP's step times merged with ONNX Runtime's profiler.
+"""`optim profile` and optim.ep_plugin.tools.profile: OptimEP's step times merged with ONNX Runtime's profiler.
 The rows name every OptimEP step and every node left to the CPU EP; times are positive and the shares add
 up to one. The merge itself is checked on a hand-written trace. No timing threshold is asserted."""
 
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from helpers import model_with_cpu_fallback
 from optim.cli import main
 from optim.ep_plugin import EP_NAME, placement, session
-from optim.ep_plugin.profile import PARTITION_OP, _merge, _ort_nodes, profile
+from optim.ep_plugin.tools.profile import PARTITION_OP, _merge, _ort_nodes, profile
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +136,8 @@ def test_cli_errors_are_one_sentence(fallback_file):
 
 
 def test_noisy_runs_give_a_warning():
-    from optim.ep_plugin.profile import Profile, ProfileRow
-    from optim.ep_plugin.profile_report import print_profile
+    from optim.ep_plugin.tools.profile import Profile, ProfileRow
+    from optim.ep_plugin.tools.profile_report import print_profile
 
     rows = [ProfileRow(EP_NAME, "Conv", "Conv 'c'", [[1, 4]], 0.2, 1.0, "p")]
     lines: list[str] = []

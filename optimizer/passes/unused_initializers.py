@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import onnx
 
-from ..graph import all_nodes
+from ..graph import read_names
 from ..rule import Pass, PassContext
 
 
@@ -14,9 +14,7 @@ class RemoveUnusedInitializers(Pass):
 
     def run(self, model: onnx.ModelProto, ctx: PassContext) -> tuple[onnx.ModelProto, bool]:
         graph = model.graph
-        used = {v.name for v in graph.output}
-        for node in all_nodes(graph):  # subgraph nodes may read outer initializers
-            used.update(node.input)
+        used = read_names(graph)  # subgraph nodes may read outer initializers
         inputs = {v.name for v in graph.input}
         removed = 0
         for i in range(len(graph.initializer) - 1, -1, -1):

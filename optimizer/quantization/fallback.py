@@ -87,7 +87,7 @@ def _session(model: onnx.ModelProto, **kwargs):
 
 
 def _measure(model: onnx.ModelProto, target: Target, reference: Reference) -> float:
-    from optim.ep_plugin.benchmark import NO_SPIN  # one session after another: idle threads must not spin
+    from optim.ep_plugin.timing import NO_SPIN  # one session after another: idle threads must not spin
 
     return target.value(reference.compare("OptimEP", _session(model, config=NO_SPIN)))
 
@@ -188,7 +188,7 @@ def search(target: Target, build: Callable[[list[str]], onnx.ModelProto], float_
 
 def compare_latency(models: dict[str, onnx.ModelProto], feeds: dict) -> dict[str, float]:
     """Median milliseconds per run of each model on OptimEP, runs alternating between them."""
-    from optim.ep_plugin.benchmark import NO_SPIN, time_alternating
+    from optim.ep_plugin.timing import NO_SPIN, time_alternating
 
     sessions = {name: _session(m, config=NO_SPIN) for name, m in models.items()}
     times = time_alternating(sessions, feeds, LATENCY_WARMUP, runs=5, duration=LATENCY_SECONDS)

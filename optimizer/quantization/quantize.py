@@ -20,6 +20,7 @@ from pathlib import Path
 import onnx
 
 from ..errors import OptimizeError
+from ..graph import GraphView
 from ..model_io import load_model, model_source, save_model
 from .accuracy import OutputAccuracy, Reference
 from .backend import ACTIVATION_TYPES, METHODS, StaticQuantizer, quantize_dynamic_model, quantized_op_types
@@ -62,14 +63,10 @@ def _already_quantized(model: onnx.ModelProto) -> list[str]:
 
 def _name_unnamed_nodes(model: onnx.ModelProto) -> None:
     """onnxruntime.quantization excludes nodes by name: give unnamed ones unique names first."""
-    taken = {n.name for n in model.graph.node if n.name}
+    view = GraphView(model)
     for i, n in enumerate(model.graph.node):
         if not n.name:
-            name = f"{n.op_type}_{i}"
-            while name in taken:
-                name += "_"
-            n.name = name
-            taken.add(name)
+            n.name = view.fresh_name(f"{n.op_type}_{i}")
 
 
 def _excluded_nodes(model: onnx.ModelProto, exclude: list[str]) -> list[str]:

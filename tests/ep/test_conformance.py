@@ -15,7 +15,7 @@ import pytest
 
 from helpers import ISAS
 from optim.ep_plugin import UnclaimedNodesError, session
-from optim.ep_plugin.doctor import diagnose
+from optim.ep_plugin.tools.doctor import diagnose
 
 MAX_IR_VERSION = 10  # what ONNX Runtime 1.31 reads; the cases are written by a newer onnx
 # Newer onnx writes some cases at opsets ONNX Runtime 1.31 does not load yet (e.g. 28 for

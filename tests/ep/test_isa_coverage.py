@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import ISAS
-from optim.ep_plugin.doctor import diagnose, isa_supported
+from optim.ep_plugin.tools.doctor import diagnose, isa_supported
 
 ALL_ISAS = ["scalar", "avx2", "avx512vnni", "amx"]
 

@@ -19,11 +19,11 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .benchmark import NO_SPIN, NOISY_CV, shapes_with_batch
-from .loader import EP_NAME
-from .placement import placement
-from .runner import RunInputError, load_inputs, random_inputs
-from .sessions import session
+from ..inputs import RunInputError, load_inputs, random_inputs, shapes_with_batch
+from ..loader import EP_NAME
+from ..placement import placement
+from ..sessions import session
+from ..timing import NO_SPIN, NOISY_CV
 
 PARTITION_OP = "(fused node)"  # op type of a fused node's time outside its steps
 _WHERE = {"CPUExecutionProvider": "CPU EP"}

@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
-from .loader import API_VERSION, EP_NAME, EpLoadError, register
+from optim.common.machine import cpu_flags, cpu_model
 
-
-def cpu_flags() -> dict[str, bool]:
-    """Instruction-set flags of this CPU as Linux reports them (False where unknown)."""
-    wanted = {"avx2": "avx2", "fma": "fma", "avx512f": "avx512f", "avx512_vnni": "avx512_vnni", "avx_vnni": "avx_vnni", "amx_int8": "amx_int8"}
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    return {name: flag in flags for name, flag in wanted.items()}
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from ..loader import API_VERSION, EP_NAME, EpLoadError, register
 
 
 def _probe_model() -> bytes:
@@ -47,7 +21,7 @@ def _probe_model() -> bytes:
 
 def isa_supported(isa: str) -> bool:
     """Whether OptimEP can run with its kernels forced to `isa` on this machine (it refuses otherwise)."""
-    from .sessions import session
+    from ..sessions import session
 
     try:
         session(_probe_model(), fallback=False, isa=isa)
@@ -58,7 +32,7 @@ def isa_supported(isa: str) -> bool:
 
 def diagnose(isa: str = "auto") -> dict:
     """Loads OptimEP and runs a one-node model on it; returns what was found. 'ok' is False with 'error' set on failure."""
-    from .sessions import session  # late: sessions imports loader, which doctor may report broken
+    from ..sessions import session  # late: sessions imports loader, which doctor may report broken
 
     report: dict = {
         "onnxruntime": ort.__version__,

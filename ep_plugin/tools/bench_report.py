@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..timing import NOISY_CV, LatencyStats
 from .bench_peers import PEERS
-from .benchmark import NOISY_CV, BenchReport, LatencyStats
+from .benchmark import BenchReport
 
 _NAMES = {"optim": "OptimEP", **PEERS}
 

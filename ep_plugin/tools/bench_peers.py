@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import onnxruntime as ort
 
-from .runner import ort_error_message
-from .sessions import cpu_session
+from ..ort_errors import ort_error_message
+from ..sessions import cpu_session
+from ..timing import DropSession
 
 # --vs name -> its label in reports.
 PEERS = {"cpu": "CPU EP", "cpu-noopt": "CPU EP no-opt", "openvino": "OpenVINO (f32)", "openvino-bf16": "OpenVINO (bf16)"}
 _OPENVINO_PRECISION = {"openvino": "f32", "openvino-bf16": "bf16"}
 
 
-class PeerFailed(RuntimeError):
-    """A --vs runtime could not be used; the message is the report's one line about it."""
+class PeerFailed(DropSession):
+    """A --vs runtime could not be used; the message is the report's one line about it. Raised from run(), it
+    drops the peer from the timing."""
 
 
 class OpenVinoRunner:

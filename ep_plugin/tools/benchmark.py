@@ -5,10 +5,8 @@ thread spinning between them, and a warning when the machine is too noisy to com
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
-import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -16,57 +14,15 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import onnxruntime as ort
 
+from optim.common.machine import core_count, cpu_model, isa_flags
+
+from ..inputs import RunInputError, random_inputs, shapes_with_batch
+from ..placement import placement
+from ..sessions import session
+from ..timing import NO_SPIN, LatencyStats, now, summarize, time_alternating
 from .bench_peers import PEERS, Peer, PeerFailed
-from .placement import placement
-from .runner import RunInputError, random_inputs
-from .sessions import session
 
-# Coefficient of variation of OptimEP's latencies above which the report warns that the machine is
-# too noisy for the numbers (and the ratios) to mean much.
-NOISY_CV = 0.10
 VS_CHOICES = tuple(PEERS)
-NO_SPIN = {"session.intra_op.allow_spinning": "0"}  # idle pool threads would steal the next run's cores
-_timer = time.perf_counter  # replaced in tests to simulate a noisy machine
-
-
-@dataclass
-class LatencyStats:
-    runs: int
-    min_ms: float
-    mean_ms: float
-    median_ms: float
-    p90_ms: float
-    p95_ms: float
-    p99_ms: float
-    max_ms: float
-    cv: float  # standard deviation / mean
-    throughput: float  # inferences per second (batch counted), from the median
-
-    @property
-    def noisy(self) -> bool:
-        return self.cv > NOISY_CV
-
-
-def percentile(sorted_ms: list[float], q: float) -> float:
-    """Linear-interpolated percentile of already sorted values (q in [0, 100])."""
-    if not sorted_ms:
-        raise ValueError("no timings")
-    pos = (len(sorted_ms) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_ms) - 1)
-    return sorted_ms[lo] + (sorted_ms[hi] - sorted_ms[lo]) * (pos - lo)
-
-
-def summarize(seconds: list[float], batch: int = 1) -> LatencyStats:
-    ms = sorted(s * 1e3 for s in seconds)
-    mean = statistics.fmean(ms)
-    median = statistics.median(ms)
-    return LatencyStats(
-        runs=len(ms), min_ms=ms[0], mean_ms=mean, median_ms=median, p90_ms=percentile(ms, 90),
-        p95_ms=percentile(ms, 95), p99_ms=percentile(ms, 99), max_ms=ms[-1],
-        cv=statistics.pstdev(ms) / mean if mean > 0 else 0.0,
-        throughput=batch * 1e3 / median if median > 0 else float("inf"),
-    )
 
 
 @dataclass
@@ -115,15 +71,7 @@ class BenchReport:
 
 
 def machine_info() -> dict:
-    cpu, flags = platform.processor() or "unknown", set()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
+    """The machine and the software versions a report was measured with."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -131,8 +79,7 @@ def machine_info() -> dict:
     except PackageNotFoundError:
         optim_version = "unknown"
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "isa_flags": sorted(f for f in flags if f in
-                                                                ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni")),
+        "cpu": cpu_model(), "cores": core_count(), "isa_flags": sorted(isa_flags()),
         "onnxruntime": ort.__version__, "numpy": np.__version__, "python": platform.python_version(),
         "optim": optim_version, "platform": platform.platform(),
     }
@@ -140,54 +87,6 @@ def machine_info() -> dict:
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
-
-
-def shapes_with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
-    """Every input's first dimension set to `batch`; refuses inputs whose first dim is fixed otherwise."""
-    out = {}
-    for i in sess.get_inputs():
-        shape = list(shapes.get(i.name, i.shape))
-        if not shape:
-            raise RunInputError(f"input {i.name!r} is a scalar: --batch needs a first dimension")
-        declared = i.shape[0] if i.shape else None
-        if isinstance(declared, int) and declared != batch:
-            raise RunInputError(f"input {i.name!r} has a fixed batch dimension {declared}; --batch {batch} cannot change it")
-        shape[0] = batch
-        if any(not isinstance(d, int) for d in shape):
-            raise RunInputError(f"input {i.name!r} has dynamic dims {i.shape}; give the others with --input {i.name}:DIMS")
-        out[i.name] = shape
-    return out
-
-
-def time_alternating(sessions: dict[str, ort.InferenceSession], feeds, warmup: int, runs: int,
-                     duration: float | None, warmup_duration: float | None = None) -> dict[str, list[float]]:
-    """Seconds per run for each session, runs alternating (A B A B) after each session's warm-up.
-    A session whose run raises PeerFailed (a --vs peer) is dropped: the result has no entry for it."""
-    live = dict(sessions)
-    for k, s in sessions.items():
-        try:
-            for _ in range(warmup):
-                s.run(None, feeds)
-            if warmup_duration:
-                end = time.perf_counter() + warmup_duration
-                while time.perf_counter() < end:
-                    s.run(None, feeds)
-        except PeerFailed:
-            del live[k]
-    times: dict[str, list[float]] = {k: [] for k in live}
-    deadline = None if duration is None else _timer() + duration
-    n = 0
-    while (deadline is None and n < runs) or (deadline is not None and (_timer() < deadline or n < 2)):
-        for k, s in list(live.items()):
-            t0 = _timer()
-            try:
-                s.run(None, feeds)
-            except PeerFailed:
-                del live[k], times[k]
-                continue
-            times[k].append(_timer() - t0)
-        n += 1
-    return times
 
 
 def _concurrent(sess: ort.InferenceSession, feeds, threads: int, requests: int, batch: int) -> ConcurrencyResult:
@@ -202,9 +101,9 @@ def _concurrent(sess: ort.InferenceSession, feeds, threads: int, requests: int, 
         try:
             start.wait()
             for _ in range(count):
-                t0 = _timer()
+                t0 = now()
                 sess.run(None, feeds)
-                mine.append(_timer() - t0)
+                mine.append(now() - t0)
         except BaseException as e:  # reported after the join; a thread must not die silently
             errors.append(e)
         with lock:
@@ -214,10 +113,10 @@ def _concurrent(sess: ort.InferenceSession, feeds, threads: int, requests: int, 
     for t in pool:
         t.start()
     start.wait()
-    t0 = _timer()
+    t0 = now()
     for t in pool:
         t.join()
-    wall = _timer() - t0
+    wall = now() - t0
     if errors:
         raise errors[0]
     return ConcurrencyResult(threads=threads, requests=requests, wall_s=wall,
@@ -297,7 +196,7 @@ def benchmark(
     return BenchReport(
         model=str(model),
         options={"warmup": warmup, "warmup_s": warmup_duration, "runs": runs, "duration_s": duration,
-                 "threads": threads or f"{os.cpu_count()} (onnxruntime's default: one per core)",
+                 "threads": threads or f"{core_count()} (onnxruntime's default: one per core)",
                  "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "seed": seed,
                  "spinning": "off"},
         machine=machine_info(), session_create_ms=created, placement=placement(optim_sess).to_dict(),

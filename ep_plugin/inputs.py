@@ -1,18 +1,16 @@
-"""Running a model on OptimEP: inputs (given or random), outputs, placement, timing, and the check
-against ONNX Runtime's CPU EP."""
+"""Inputs for a session: shapes from the command line, random arrays of the right dtypes, .npz files checked
+against the model's inputs, a batch size applied to every input. Errors are RunInputError, one sentence
+with the fix."""
 
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-from .placement import Placement, placement
-from .sessions import cpu_session, session
+from optim.common.errors import UserError
 
 _DTYPES = {
     "tensor(float)": np.float32,
@@ -26,31 +24,8 @@ _DTYPES = {
 }
 
 
-class RunInputError(ValueError):
+class RunInputError(UserError):
     """The inputs given do not fit the model (names, dtypes, shapes)."""
-
-
-@dataclass
-class OutputCheck:
-    name: str
-    max_abs: float
-    max_rel: float
-
-
-@dataclass
-class RunResult:
-    outputs: dict[str, np.ndarray]
-    placement: Placement
-    seconds: float  # wall time of one run (after a warm-up run)
-    checks: list[OutputCheck] = field(default_factory=list)  # vs the CPU EP, when compared
-
-    @property
-    def max_abs_error(self) -> float | None:
-        return max((c.max_abs for c in self.checks), default=None) if self.checks else None
-
-    @property
-    def max_rel_error(self) -> float | None:
-        return max((c.max_rel for c in self.checks), default=None) if self.checks else None
 
 
 def parse_shape(text: str) -> tuple[str, list[int]]:
@@ -123,67 +98,19 @@ def load_inputs(path: str | os.PathLike, sess: ort.InferenceSession) -> dict[str
     return feeds
 
 
-def compare(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> list[OutputCheck]:
-    checks = []
-    for name, r in ref.items():
-        o = ours[name]
-        if o.shape != r.shape:
-            raise AssertionError(f"output {name!r}: OptimEP shape {o.shape}, CPU EP shape {r.shape}")
-        if o.size == 0:
-            checks.append(OutputCheck(name, 0.0, 0.0))
-            continue
-        diff = np.abs(o.astype(np.float64) - r.astype(np.float64))
-        rel = diff / np.maximum(np.abs(r.astype(np.float64)), 1e-6)
-        checks.append(OutputCheck(name, float(np.nanmax(diff)), float(np.nanmax(rel))))
-    return checks
+def shapes_with_batch(shapes: dict[str, list[int]], sess: ort.InferenceSession, batch: int) -> dict[str, list[int]]:
+    """Every input's first dimension set to `batch`; refuses inputs whose first dim is fixed otherwise."""
+    out = {}
+    for i in sess.get_inputs():
+        shape = list(shapes.get(i.name, i.shape))
+        if not shape:
+            raise RunInputError(f"input {i.name!r} is a scalar: --batch needs a first dimension")
+        declared = i.shape[0] if i.shape else None
+        if isinstance(declared, int) and declared != batch:
+            raise RunInputError(f"input {i.name!r} has a fixed batch dimension {declared}; --batch {batch} cannot change it")
+        shape[0] = batch
+        if any(not isinstance(d, int) for d in shape):
+            raise RunInputError(f"input {i.name!r} has dynamic dims {i.shape}; give the others with --input {i.name}:DIMS")
+        out[i.name] = shape
+    return out
 
-
-def ort_error_message(e: Exception) -> str:
-    """The useful sentence of an ONNX Runtime error: without the "[ONNXRuntimeError] : 2 : CODE :"
-    prefix and, for a failing node, without ORT's "Non-zero status code ... Status Message:" wrapper
-    (OptimEP's own message already names the node, op, dtypes and shapes)."""
-    text = str(e).strip()
-    if text.startswith("[ONNXRuntimeError]"):
-        text = text.split(" : ", 3)[-1]
-    text = text.split("Status Message: ", 1)[-1]
-    if text.startswith("OptimEP: fused node"):  # the fused node's generated name tells a user nothing
-        text = "OptimEP: " + text.split("': ", 1)[-1]
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def run_model(
-    model: str | os.PathLike | bytes,
-    *,
-    inputs: dict[str, np.ndarray] | str | os.PathLike | None = None,
-    shapes: dict[str, list[int]] | None = None,
-    compare_cpu: bool = False,
-    threads: int | None = None,
-    seed: int = 0,
-    **ep_options: str,
-) -> RunResult:
-    """Runs `model` once on OptimEP (after a warm-up run) and, with compare_cpu, on the CPU EP too."""
-    sess = session(model, threads=threads, **ep_options)
-    if inputs is None:
-        feeds = random_inputs(sess, shapes, seed)
-    elif isinstance(inputs, dict):
-        feeds = inputs
-    else:
-        feeds = load_inputs(inputs, sess)
-    names = [o.name for o in sess.get_outputs()]
-    quiet = ort.RunOptions()
-    quiet.log_severity_level = 4  # a failing run raises with the message; ORT's log line would repeat it
-    try:
-        sess.run(None, feeds, quiet)  # warm-up: plans and buffers are made on the first run
-        t0 = time.perf_counter()
-        values = sess.run(None, feeds, quiet)
-        seconds = time.perf_counter() - t0
-    except Exception as e:
-        text = str(e)
-        if "INVALID_ARGUMENT" in text or "Invalid" in text:
-            raise RunInputError(ort_error_message(e)) from None
-        raise
-    result = RunResult(dict(zip(names, values)), placement(sess), seconds)
-    if compare_cpu:
-        ref = cpu_session(model, threads=threads).run(None, feeds)
-        result.checks = compare(result.outputs, dict(zip(names, ref)))
-    return result

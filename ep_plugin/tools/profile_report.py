@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .benchmark import NOISY_CV
+from ..timing import NOISY_CV
 from .profile import Profile
 
 
