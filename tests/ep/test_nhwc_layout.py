@@ -207,3 +207,16 @@ def test_integer_max_pool_stays_channels_last(channels):
         sess = session(model, fallback=False, isa=isa)
         assert "NhwcMaxPool 'pool'" in _steps(sess), _steps(sess)
         assert np.abs(sess.run(None, feeds)[0].astype(np.int32) - ref).max() <= 1, isa
+
+
+def test_a_decoder_concat_pulls_the_layout_change_onto_its_smaller_inputs():
+    """Upsample(x1) ++ x2 -> Conv: the Concat and the Resize run channels last, and the layout changes on x1
+    (before the upsampling, a quarter of the size) and x2, not on the concatenated tensor."""
+    model = make_model(
+        [N("Resize", ["x1", "", "scales"], ["u"], mode="linear", name="up"),
+         N("Concat", ["u", "x2"], ["cat"], axis=1, name="cat"), N("Conv", ["cat", "w"], ["y"], name="fuse")],
+        {"x1": (np.float32, [2, 6, 4, 5]), "x2": (np.float32, [2, 3, 8, 10])}, ["y"],
+        {"scales": np.array([1, 1, 2, 2], np.float32), "w": rand(RNG, 4, 9, 1, 1)}, opset=19)
+    steps = _check(model, {"x1": rand(RNG, 2, 6, 4, 5), "x2": rand(RNG, 2, 3, 8, 10)})
+    assert sorted(_ops(steps)) == sorted(["ToNhwc", "ToNhwc", "NhwcResize", "Concat", "NhwcConv", "ToNchw"]), steps
+    assert placement(session(model, fallback=False)).rewrites["channels_last"] == 1

@@ -121,8 +121,9 @@ class Rewriter {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < g_.nodes.size(); ++i) {
-        if (dead_[i] || !reads_layout_change(g_.nodes[i])) continue;
-        if (cancel(i) || move(i)) changed = true;
+        if (dead_[i]) continue;
+        if (reads_layout_change(g_.nodes[i]) && (cancel(i) || move(i))) changed = true;
+        else if (pull(i)) changed = true;
       }
     }
     drop_unread_layout_changes();
@@ -144,6 +145,13 @@ class Rewriter {
       if (!dead_[i] && std::find(g_.nodes[i].outputs.begin(), g_.nodes[i].outputs.end(), v) != g_.nodes[i].outputs.end())
         return &g_.nodes[i];
     return nullptr;
+  }
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t producer_index(const std::string& v) const {
+    for (size_t i = 0; i < g_.nodes.size(); ++i)
+      if (!dead_[i] && std::find(g_.nodes[i].outputs.begin(), g_.nodes[i].outputs.end(), v) != g_.nodes[i].outputs.end())
+        return i;
+    return kNone;
   }
   std::vector<size_t> readers(const std::string& v) const {
     std::vector<size_t> out;
@@ -281,6 +289,10 @@ class Rewriter {
     }
     const ValueInfo* vi = info(v);
     if (vi && vi->has_shape && shape_numel(vi->shape) == 1 && vi->shape.size() <= r) return true;  // a scalar
+    return relay_constant(v, r, replacement);
+  }
+  // A constant read by an op moved to rank-r NHWC: its re-laid copy (false if `v` is no such constant).
+  bool relay_constant(const std::string& v, size_t r, std::string* replacement) {
     const Tensor* t = g_.constant(v);
     if (!t || t->shape.size() > r) return false;
     const std::string name = fresh(v + "/nhwc");
@@ -290,50 +302,94 @@ class Rewriter {
     return true;
   }
 
-  bool move(size_t i) {
-    Node& n = g_.nodes[i];
-    // Which inputs carry data (the rest must be scalars), and the rank of the NHWC input that led here.
+  // v's rank, where values ONNX Runtime left without a shape (Quantize/DequantizeLinear outputs, its copies
+  // of a shared DequantizeLinear) take it from the one data input of the element-wise ops that made them.
+  size_t element_wise_rank(std::string v) const {
+    for (int hops = 0; hops < 16 && !rank(v); ++hops) {
+      const size_t pi = producer_index(v);
+      std::vector<size_t> data;
+      if (pi == kNone || !data_inputs(g_.nodes[pi], &data) || data.size() != 1 || pool_ops().count(g_.nodes[pi].op)) return 0;
+      v = g_.nodes[pi].inputs[data[0]];
+    }
+    return rank(v);
+  }
+
+  // --- pulling a layout change upstream -----------------------------------------------------------------
+  // ToNhwc(op(a, b...)) -> op_nhwc(ToNhwc(a), ToNhwc(b)...) when a layout-free op's only reader is the
+  // layout change: the region grows towards its inputs (a decoder's Concat of upsampled features, the
+  // Quantize/DequantizeLinear around them), and the change lands on the smaller tensors before an
+  // upsampling, or on a view (nhwc_of) where the model's own layout already is channels last.
+  bool pull(size_t t) {
+    if (!is_internal(&g_.nodes[t], "ToNhwc")) return false;
+    const std::string v = g_.nodes[t].inputs[0], v_nhwc = g_.nodes[t].outputs[0];
+    if (outputs_.count(v) || readers(v).size() != 1) return false;
+    const size_t pi = producer_index(v);
+    if (pi == kNone || g_.nodes[pi].outputs.size() != 1) return false;
     std::vector<size_t> data;
+    if (!data_inputs(g_.nodes[pi], &data)) return false;
+    const Node& n = g_.nodes[pi];
+    const size_t r = element_wise_rank(v);
+    if (r < 3) return false;
+    std::vector<std::string> replaced(n.inputs.size());
+    std::vector<size_t> to_convert;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (std::find(data.begin(), data.end(), k) == data.end()) {
+        if (!keeps_input(n, k)) return false;
+        continue;
+      }
+      const std::string& in = n.inputs[k];
+      const ValueInfo* vi = info(in);
+      if (in.empty() || (vi && vi->has_shape && shape_numel(vi->shape) == 1 && vi->shape.size() <= r)) continue;
+      if (g_.constant(in)) {
+        if (!relay_constant(in, r, &replaced[k])) return false;
+      } else if (element_wise_rank(in) == r) {
+        to_convert.push_back(k);
+      } else {
+        return false;  // broadcasting from a lower rank: its NHWC form is no plain layout change
+      }
+    }
+    for (size_t k : to_convert) replaced[k] = nhwc_of(g_.nodes[pi].inputs[k]);  // may grow g_.nodes
+    Node& node = g_.nodes[pi];
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (!replaced[k].empty()) node.inputs[k] = replaced[k];
+    relabel(pi, r);
+    node.outputs[0] = v_nhwc;
+    dead_[t] = true;
+    to_nhwc_.erase(v);
+    ++report_.moved;
+    return true;
+  }
+
+  // Which inputs of a layout-free op carry data (the rest must be scalars); false for any other op.
+  static bool data_inputs(const Node& n, std::vector<size_t>* data) {
     const bool internal = n.domain == kInternalDomain;
     if (internal && n.op == "QAdd") {
-      data = {kQAddA, kQAddB};
+      *data = {kQAddA, kQAddB};
     } else if (internal && (n.op == "Silu" || n.op == "QLut")) {  // element-wise (activation_fusion, qdq_lut)
-      data = {0};
+      *data = {0};
     } else if (n.outputs.empty() || !is_onnx(n)) {
       return false;
     } else if (unary_ops().count(n.op) || pool_ops().count(n.op) || n.op == "Resize") {
-      data = {0};
+      *data = {0};
     } else if (binary_ops().count(n.op) || n.op == "Concat") {
-      for (size_t k = 0; k < n.inputs.size(); ++k) data.push_back(k);
-    } else if (reduce_ops().count(n.op)) {
-      return move_reduce(i);
+      for (size_t k = 0; k < n.inputs.size(); ++k) data->push_back(k);
     } else {
       return false;
     }
     if (pool_ops().count(n.op) && n.outputs.size() > 1 && !n.outputs[1].empty()) return false;  // MaxPool indices
     if ((n.op == "QuantizeLinear" || n.op == "DequantizeLinear") && n.attr_i("block_size", 0) != 0) return false;
-    size_t r = 0;
-    for (size_t k : data)
-      if (k < n.inputs.size() && !nhwc_source(n.inputs[k]).empty()) r = rank(n.inputs[k]);
-    if (r < 3) return false;
-    for (const auto& o : n.outputs)
-      if (!o.empty() && rank(o) != r && !(info(o) && !info(o)->has_shape)) return false;
-    // Every input: NHWC form, re-laid constant, or scalar. Non-data inputs must be scalars or absent.
-    std::vector<std::string> replaced(n.inputs.size());
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
-      if (!is_data) {
-        if (internal && n.op == "QLut") continue;  // its table: 256 bytes, layout-free
-        if (n.op == "Resize") continue;  // roi, scales, sizes: NhwcResize reads them as NCHW's
-        const ValueInfo* vi = info(n.inputs[k]);
-        if (!n.inputs[k].empty() && !(vi && vi->has_shape && shape_numel(vi->shape) == 1)) return false;
-        continue;
-      }
-      if (!plan_input(n.inputs[k], r, &replaced[k])) return false;
-    }
+    return true;
+  }
+  // Whether non-data input k of `n` may stay as it is: absent, a scalar, or read as NCHW's by the NHWC form.
+  bool keeps_input(const Node& n, size_t k) const {
+    if (n.domain == kInternalDomain && n.op == "QLut") return true;  // its table: 256 bytes, layout-free
+    if (n.op == "Resize") return true;  // roi, scales, sizes: NhwcResize reads them as NCHW's
+    const ValueInfo* vi = info(n.inputs[k]);
+    return n.inputs[k].empty() || (vi && vi->has_shape && shape_numel(vi->shape) == 1);
+  }
+  // Node i (its inputs already replaced by their NHWC forms) becomes its channels-last form at rank r.
+  void relabel(size_t i, size_t r) {
     Node& node = g_.nodes[i];
-    for (size_t k = 0; k < node.inputs.size(); ++k)
-      if (!replaced[k].empty()) node.inputs[k] = replaced[k];
     if (node.op == "Concat") {
       int64_t axis = node.attr_i("axis", 1);
       if (axis < 0) axis += static_cast<int64_t>(r);
@@ -349,6 +405,34 @@ class Rewriter {
       node.op = "NhwcResize";
       node.domain = kInternalDomain;
     }
+  }
+
+  bool move(size_t i) {
+    Node& n = g_.nodes[i];
+    // Which inputs carry data (the rest must be scalars), and the rank of the NHWC input that led here.
+    std::vector<size_t> data;
+    if (is_onnx(n) && reduce_ops().count(n.op)) return move_reduce(i);
+    if (!data_inputs(n, &data)) return false;
+    size_t r = 0;
+    for (size_t k : data)
+      if (k < n.inputs.size() && !nhwc_source(n.inputs[k]).empty()) r = rank(n.inputs[k]);
+    if (r < 3) return false;
+    for (const auto& o : n.outputs)
+      if (!o.empty() && rank(o) != r && !(info(o) && !info(o)->has_shape)) return false;
+    // Every input: NHWC form, re-laid constant, or scalar. Non-data inputs must be scalars or absent.
+    std::vector<std::string> replaced(n.inputs.size());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const bool is_data = std::find(data.begin(), data.end(), k) != data.end();
+      if (!is_data) {
+        if (!keeps_input(n, k)) return false;
+        continue;
+      }
+      if (!plan_input(n.inputs[k], r, &replaced[k])) return false;
+    }
+    Node& node = g_.nodes[i];
+    for (size_t k = 0; k < node.inputs.size(); ++k)
+      if (!replaced[k].empty()) node.inputs[k] = replaced[k];
+    relabel(i, r);
     std::vector<std::pair<std::string, std::string>> outs;
     for (auto& o : node.outputs) {
       if (o.empty()) continue;

@@ -41,6 +41,21 @@ inline DType dtype_of(const Graph& g, const std::string& v) {
   return vi ? vi->dtype : DType::kUndefined;
 }
 
+inline bool same_scalar_constant(const Graph& g, const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const Tensor* x = g.constant(a);
+  const Tensor* y = g.constant(b);
+  return x && y && x->dtype == y->dtype && x->numel() == 1 && y->numel() == 1 && x->bytes == y->bytes;
+}
+
+// Whether DequantizeLinear `dq` reads what QuantizeLinear `q` would write for the same real values: the
+// same integer type, scale and zero point (an absent zero point only matches an absent one).
+inline bool same_quantization(const Graph& g, const Node& dq, const Node& q) {
+  const std::string dz = dq.has_input(2) ? dq.inputs[2] : "", qz = q.has_input(2) ? q.inputs[2] : "";
+  return dtype_of(g, dq.inputs[0]) == dtype_of(g, q.outputs[0]) && same_scalar_constant(g, dq.inputs[1], q.inputs[1]) &&
+         ((dz.empty() && qz.empty()) || (!dz.empty() && !qz.empty() && same_scalar_constant(g, dz, qz)));
+}
+
 // The activation side: DequantizeLinear of a uint8/int8 value, per tensor.
 inline bool activation_dq_ok(const Graph& g, const Node& dq) {
   const DType t = dtype_of(g, dq.inputs[0]);

@@ -16,13 +16,6 @@ namespace optim {
 
 namespace {
 
-bool same_scalar_constant(const Graph& g, const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  const Tensor* x = g.constant(a);
-  const Tensor* y = g.constant(b);
-  return x && y && x->dtype == y->dtype && x->numel() == 1 && y->numel() == 1 && x->bytes == y->bytes;
-}
-
 // Ops whose result on quantized values equals requantizing their float result when the input and
 // output quantization are the same: data movement, and max (monotonic).
 bool passes_quantized(const Node& n) {
@@ -43,10 +36,7 @@ size_t keep_quantized_through_data_movement(Graph& g, RewriteContext& ctx) {
     const Node* dq = m.produced_by(op.inputs[0], "DequantizeLinear");
     const Node* q = m.sole_reader(op.outputs[0]);
     if (!dq || !q || q->op != "QuantizeLinear" || !activation_dq_ok(g, *dq)) continue;
-    const DType qt = dtype_of(g, dq->inputs[0]);
-    const std::string dz = dq->has_input(2) ? dq->inputs[2] : "", qz = q->has_input(2) ? q->inputs[2] : "";
-    if (dtype_of(g, q->outputs[0]) != qt || !same_scalar_constant(g, dq->inputs[1], q->inputs[1]) ||
-        (!(dz.empty() && qz.empty()) && (dz.empty() || qz.empty() || !same_scalar_constant(g, dz, qz)))) {
+    if (!same_quantization(g, *dq, *q)) {
       ctx.refuse("quantized_data_movement", op, "its input and output are quantized differently");
       continue;
     }

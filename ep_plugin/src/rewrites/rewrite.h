@@ -42,6 +42,7 @@ void run_rewrites(Graph& g, RewriteContext& ctx);
 
 // The rewrites themselves, one file each.
 size_t keep_quantized_through_data_movement(Graph& g, RewriteContext& ctx);  // quantized_data_movement.cc
+size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx);                // qdq_concat.cc
 size_t fuse_qdq_units(Graph& g, RewriteContext& ctx);                        // qdq_units.cc
 size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx);                         // qdq_adds.cc
 size_t fold_constant_dequantize(Graph& g, RewriteContext& ctx);              // fold_dequantize.cc

@@ -4,13 +4,14 @@ namespace optim {
 
 const std::vector<Rewrite>& rewrite_list() {
   // Order: the QDQ patterns first, while the Q/DQ pairs that mark them are still in place (data movement
-  // before units, so a MaxPool between two units does not hide them; units before Adds, since a unit's
+  // and concatenations, whose requantizations qdq_lut takes later, before units, so a MaxPool between two units does not hide them; units before Adds, since a unit's
   // bias Add belongs to it); then constant DequantizeLinears left over become float weights; then float
   // fusions (GELU, SiLU / HardSwish) before the lookup tables, which take the quantized element-wise
   // regions that remain; the layout last, as it moves whatever the others left, and the convolution
   // epilogues after it (they fold what follows a channels-last convolution).
   static const std::vector<Rewrite> list = {
       {"quantized_data_movement", keep_quantized_through_data_movement},
+      {"qdq_concat", quantize_concat_inputs},
       {"qdq_units", fuse_qdq_units},
       {"qdq_adds", fuse_qdq_adds},
       {"fold_dequantize", fold_constant_dequantize},
