@@ -1,6 +1,7 @@
-"""Data movement real models use beyond reshapes: Slice, Pad, Split and Tile, each on OptimEP (CPU fallback
-disabled) against ORT's CPU EP on every ISA, exactly; drawn Slice bounds and Pad widths; plus the refusals (with
-their reasons) and run-time errors these ops give."""
+"""The ops real models use beyond convolutions and matrix products: Slice, Pad, Split, Tile, Pow, Reciprocal,
+Max/Min, Softplus, Elu, Floor/Ceil/Round and Sin/Cos, each on OptimEP (CPU fallback disabled) against ORT's CPU EP
+on every ISA: data movement and integer results exactly, float math within the named tolerances. Plus the
+refusals (with their reasons) and run-time errors these ops give."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from helpers import IR_VERSION, ISAS, make_model, rand, run_cpu, run_optim
+from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu, run_optim
 from optim.ep_plugin import UnclaimedNodesError, session
 
 N = helper.make_node
@@ -36,9 +37,12 @@ def i64(*v):
 
 
 def same_outputs(ours: list, refs: list, exact: bool, what: str):
-    """Bit for bit, dtype and shape too (data movement copies)."""
+    """Integers and exact cases bit for bit (dtype and shape too), float math within the named tolerances."""
     assert len(ours) == len(refs)
     for i, (o, r) in enumerate(zip(ours, refs)):
+        if not exact and np.issubdtype(r.dtype, np.floating):
+            assert_close(o, r, what=f"{what} output {i}")
+            continue
         assert (o.dtype, o.shape) == (r.dtype, r.shape), f"{what} output {i}: {o.dtype}{o.shape} vs {r.dtype}{r.shape}"
         np.testing.assert_array_equal(o, r, err_msg=f"{what} output {i}")
 
@@ -99,6 +103,37 @@ case("tile", [N("Tile", ["x", "r"], ["y"])], {"x": rand(RNG, 2, 3, 4)}, ["y"], {
 case("tile_last_dim_one", [N("Tile", ["x", "r"], ["y"])], {"x": rand(RNG, 3, 1)}, ["y"], {"r": i64(2, 17)})
 case("tile_zero_repeat", [N("Tile", ["x", "r"], ["y"])], {"x": rand(RNG, 2, 3)}, ["y"], {"r": i64(0, 2)})
 case("tile_bool", [N("Tile", ["x", "r"], ["y"])], {"x": RNG.integers(0, 2, (2, 3)).astype(np.bool_)}, ["y"], {"r": i64(3, 2)})
+
+# --- element-wise math --------------------------------------------------------------------------------
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 1e-30, -1e-30, 88.0, -100.0, 3.7, -3.7],
+                   np.float32)
+MATH = np.concatenate([SPECIAL, rand(RNG, 45) * 4]).reshape(1, -1)
+for op in ["Reciprocal", "Floor", "Ceil", "Round", "Softplus", "Elu", "Sin", "Cos"]:
+    opset = 11 if op == "Round" else 17
+    case(op.lower(), [N(op, ["x"], ["y"])], {"x": MATH}, ["y"], opset=opset,
+         exact=op in ("Reciprocal", "Floor", "Ceil", "Round"))
+case("elu_alpha", [N("Elu", ["x"], ["y"], alpha=0.3)], {"x": rand(RNG, 3, 29) * 3}, ["y"], exact=False)
+for tag, e in [("square", 2.0), ("cube", 3.0), ("sqrt", 0.5), ("general", 1.7), ("negative", -1.3), ("zero", 0.0)]:
+    case(f"pow_scalar_{tag}", [N("Pow", ["x", "e"], ["y"])], {"x": np.concatenate([SPECIAL, rand(RNG, 27) * 3]).reshape(1, -1)}, ["y"],
+         {"e": np.float32(e)}, exact=tag in ("square", "cube", "sqrt"))
+case("pow_scalar_as_rank3", [N("Pow", ["x", "e"], ["y"])], {"x": rand(RNG, 4, 9)}, ["y"], {"e": np.full((1, 1, 1), 2.0, np.float32)})
+case("pow_broadcast", [N("Pow", ["x", "e"], ["y"])], {"x": rand(RNG, 3, 1, 5, low=0.1), "e": rand(RNG, 4, 1)}, ["y"], exact=False)
+case("pow_int64_exponent", [N("Pow", ["x", "e"], ["y"])], {"x": rand(RNG, 2, 11)}, ["y"], {"e": i64(0, 1, 2, 3, -1, 4, 5, -2, 7, 1, 2)},
+     exact=False)
+case("pow_int32_scalar_exponent", [N("Pow", ["x", "e"], ["y"])], {"x": rand(RNG, 2, 11)}, ["y"], {"e": np.array(3, np.int32)})
+for op in ["Max", "Min"]:
+    case(f"{op.lower()}_three_broadcast", [N(op, ["a", "b", "c"], ["y"])],
+         {"a": rand(RNG, 3, 1, 5), "b": rand(RNG, 4, 1), "c": rand(RNG, 5)}, ["y"])
+    case(f"{op.lower()}_first_pair_short", [N(op, ["a", "b", "c"], ["y"])],
+         {"a": rand(RNG, 5), "b": rand(RNG, 5), "c": rand(RNG, 2, 3, 5)}, ["y"])
+    case(f"{op.lower()}_nan", [N(op, ["a", "b"], ["y"])],
+         {"a": np.array([[np.nan, 1, 2, -np.inf, 0, 5, 6, 7, 8, np.nan]], np.float32),
+          "b": np.array([[0, np.nan, 3, 1, -0.0, 4, 9, 1, 2, np.nan]], np.float32)}, ["y"])
+    case(f"{op.lower()}_one_input", [N(op, ["a"], ["y"])], {"a": rand(RNG, 3, 7)}, ["y"])
+    case(f"{op.lower()}_scalar_operand", [N(op, ["a", "b"], ["y"])], {"a": rand(RNG, 2, 37)}, ["y"], {"b": np.float32(0.1)})
+    for dt in (np.int64, np.int32, np.uint8, np.float64):
+        case(f"{op.lower()}_{np.dtype(dt).name}", [N(op, ["a", "b"], ["y"])], {"a": ints(2, 1, 4, dtype=dt, low=0),
+             "b": ints(3, 1, dtype=dt, low=0)}, ["y"])
 
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("cid", sorted(CASES))
@@ -181,8 +216,12 @@ def test_bad_values_are_errors_naming_the_node_and_the_shapes(nodes, feeds, says
 
 
 @pytest.mark.parametrize("nodes, feeds, says", [
+    ([N("Pow", ["x", "e"], ["y"])], {"x": ints(3, dtype=np.int64), "e": ints(3, dtype=np.int64)}, "input 'x' is int64 (OptimEP's Pow runs float32)"),
     ([N("Slice", ["x", "s", "e"], ["y"])], {"x": rand(RNG, 4), "s": np.array([1], np.int32), "e": np.array([3], np.int32)},
      "Slice starts 's' is int32 computed at run time"),
+    ([N("Max", ["a", "b"], ["y"])], {"a": rand(RNG, 3).astype(np.float16), "b": rand(RNG, 3).astype(np.float16)},
+     "input 'a' is float16 (OptimEP's Max runs float32, float64 and integers)"),
+    ([N("Round", ["x"], ["y"])], {"x": rand(RNG, 3).astype(np.float64)}, "input 'x' is float64 (OptimEP's Round runs float32)"),
 ])
 def test_refused_nodes_carry_the_reason(nodes, feeds, says):
     model = make_model(nodes, {k: (v.dtype, list(v.shape)) for k, v in feeds.items()}, ["y"], opset=17)
