@@ -1,7 +1,7 @@
 """The ops real models use beyond convolutions and matrix products: Slice, Pad, Split, Tile, Pow, Reciprocal,
-Max/Min, Softplus, Elu, Floor/Ceil/Round and Sin/Cos, each on OptimEP (CPU fallback disabled) against ORT's CPU EP
-on every ISA: data movement and integer results exactly, float math within the named tolerances. Plus the
-refusals (with their reasons) and run-time errors these ops give."""
+Max/Min, Softplus, Elu, Floor/Ceil/Round, Sin/Cos, Shape, Size, ConstantOfShape and Range, each on OptimEP
+(CPU fallback disabled) against ORT's CPU EP on every ISA: data movement and integer results exactly, float
+math within the named tolerances. Plus the refusals (with their reasons) and run-time errors these ops give."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu, run_optim
-from optim.ep_plugin import UnclaimedNodesError, session
+from optim.ep_plugin import UnclaimedNodesError, placement, session
 
 N = helper.make_node
 RNG = np.random.default_rng(77)
@@ -22,9 +22,11 @@ I64_MAX, I64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 CASES: dict[str, tuple] = {}  # id -> (model bytes, feeds, exact)
 
 
-def case(cid, nodes, feeds: dict, outputs, inits=None, opset=17, exact=True):
-    """feeds: graph inputs by name (their dtypes and shapes declare the inputs)."""
-    model = make_model(nodes, {k: (v.dtype, list(v.shape)) for k, v in feeds.items()}, outputs, inits, opset)
+def case(cid, nodes, feeds: dict, outputs, inits=None, opset=17, exact=True, dynamic=False):
+    """feeds: graph inputs by name (their dtypes and shapes declare the inputs; with dynamic, every dim is
+    symbolic, so that ONNX Runtime cannot fold Shape or Size before partitioning)."""
+    model = make_model(nodes, {k: (v.dtype, [f"{k}{i}" for i in range(v.ndim)] if dynamic else list(v.shape))
+                               for k, v in feeds.items()}, outputs, inits, opset)
     CASES[cid] = (model, feeds, exact)
 
 
@@ -135,6 +137,25 @@ for op in ["Max", "Min"]:
         case(f"{op.lower()}_{np.dtype(dt).name}", [N(op, ["a", "b"], ["y"])], {"a": ints(2, 1, 4, dtype=dt, low=0),
              "b": ints(3, 1, dtype=dt, low=0)}, ["y"])
 
+# --- Shape, Size, ConstantOfShape, Range as data ------------------------------------------------------
+case("shape", [N("Shape", ["x"], ["y"])], {"x": X2}, ["y"], dynamic=True)
+case("shape_start_end", [N("Shape", ["x"], ["y"], start=1, end=-1)], {"x": X2}, ["y"], opset=15, dynamic=True)
+case("shape_start_past_end", [N("Shape", ["x"], ["y"], start=-1, end=1)], {"x": X2}, ["y"], opset=15, dynamic=True)
+case("size", [N("Size", ["x"], ["y"])], {"x": X2}, ["y"], dynamic=True)
+case("shape_times_data", [N("Shape", ["x"], ["s"]), N("Cast", ["s"], ["f"], to=TensorProto.FLOAT), N("Mul", ["x", "f"], ["y"])],
+     {"x": rand(RNG, 2, 4, 3)}, ["y"], dynamic=True)
+case("constant_of_shape_default", [N("ConstantOfShape", ["s"], ["y"])], {"s": i64(2, 3)}, ["y"])
+case("constant_of_shape_int64_one", [N("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", TensorProto.INT64, [1], [1]))],
+     {"s": i64(4, 1, 3)}, ["y"])
+case("constant_of_shape_scalar", [N("ConstantOfShape", ["s"], ["y"], value=helper.make_tensor("v", TensorProto.UINT8, [1], [9]))],
+     {"s": np.zeros(0, np.int64)}, ["y"])
+for dt, start, limit, delta in [(np.int64, 2, 17, 3), (np.int64, 10, -3, -4), (np.float32, 0.5, 3.1, 0.3),
+                                (np.float32, 1.0, -2.0, -0.7), (np.int64, 5, 5, 1)]:
+    name = f"range_{np.dtype(dt).name}_{start}_{limit}_{delta}".replace(".", "p").replace("-", "m")
+    case(name, [N("Range", ["s", "l", "d"], ["y"])], {"s": np.array(start, dt), "l": np.array(limit, dt), "d": np.array(delta, dt)},
+         ["y"])
+
+
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("cid", sorted(CASES))
 def test_op_matches_cpu_ep(cid, isa):
@@ -201,13 +222,15 @@ def test_pad_matches_the_cpu_ep_on_drawn_pads(c):
     ([N("Tile", ["x", "r"], ["y"])], {"x": rand(RNG, 3), "r": i64(2**62)}, f"repeats [{2**62}] do not give input [3] a valid size"),
     ([N("Pad", ["x", "p"], ["y"])], {"x": rand(RNG, 3), "p": i64(2**62, 2**62)}, "do not give dim 0 of input [3] a valid size"),
     ([N("Pad", ["x", "p"], ["y"])], {"x": rand(RNG, 3), "p": i64(I64_MIN, 0)}, "crop more than dim 0 of input [3] holds"),
+    ([N("Range", ["s", "l", "d"], ["y"])], {"s": np.array(0, np.int64), "l": np.array(4, np.int64), "d": np.array(0, np.int64)},
+     "Range delta is 0"),
     ([N("Split", ["x", "s"], ["y", "z"])], {"x": rand(RNG, 5), "s": i64(2, 2)}, "split sizes add up to 4, not dim 0 of input [5]"),
 ])
 def test_bad_values_are_errors_naming_the_node_and_the_shapes(nodes, feeds, says):
     """Values that decide shapes arrive at run time here (constants would be caught by ORT's shape inference)."""
     nodes[0].name = "bad"
     elem = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
-    out_type = TensorProto.FLOAT
+    out_type = TensorProto.INT64 if nodes[0].op_type == "Range" else TensorProto.FLOAT
     graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info(k, elem[v.dtype], list(v.shape)) for k, v in feeds.items()],
                               [helper.make_tensor_value_info(o, out_type, None) for o in nodes[0].output])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
@@ -227,3 +250,42 @@ def test_refused_nodes_carry_the_reason(nodes, feeds, says):
     model = make_model(nodes, {k: (v.dtype, list(v.shape)) for k, v in feeds.items()}, ["y"], opset=17)
     with pytest.raises(UnclaimedNodesError, match=re.escape(says)):
         session(model, fallback=False)
+
+
+# --- where the shape sources run ------------------------------------------------------------------------
+def test_shape_feeding_a_reshape_stays_with_the_cpu_ep_and_position_ids_run_on_optimep():
+    """Shape -> Gather -> Concat -> Reshape is shape plumbing (the CPU EP); Shape -> Gather -> Range ->
+    Gather(embedding) makes position ids: Range and the embedding run on OptimEP."""
+    emb = rand(RNG, 16, 4)
+    nodes = [N("Shape", ["x"], ["s"], name="shape_for_reshape"), N("Gather", ["s", "zero"], ["b"]),
+             N("Concat", ["b", "minus1"], ["target"], axis=0), N("Reshape", ["x", "target"], ["flat"]),
+             N("Shape", ["ids"], ["si"], name="shape_for_range"), N("Gather", ["si", "one"], ["seq"]),
+             N("Range", ["zero_s", "seq", "one_s"], ["pos"], name="range"), N("Gather", ["emb", "pos"], ["pe"], name="embed"),
+             N("ReduceSum", ["pe", "axes"], ["pes"], keepdims=0), N("Mul", ["flat", "scale"], ["y"])]
+    model = make_model(nodes, {"x": (np.float32, ["n", 3, 4]), "ids": (np.int64, [1, "seq"])}, ["y", "pes"],
+                       {"emb": emb, "zero": i64(0), "one": np.array(1, np.int64), "minus1": i64(-1), "zero_s": np.array(0, np.int64),
+                        "one_s": np.array(1, np.int64), "axes": i64(1), "scale": np.float32(2.0)})
+    sess = session(model)
+    p = placement(sess)
+    on_optim = {n.node for n in p.nodes if n.ep == "OptimEP"}
+    assert {"range", "embed"} <= on_optim, p.summary()
+    reasons = {n.node: n.reason for n in p.fallback}
+    assert "decides the shape of Reshape" in reasons["shape_for_reshape"], p.summary()
+    assert "decides the shape of Range 'range'" in reasons["shape_for_range"], p.summary()
+    feeds = {"x": rand(RNG, 2, 3, 4), "ids": i64(*range(7)).reshape(1, 7)}
+    same_outputs(sess.run(None, feeds), run_cpu(model, feeds), False, "position ids")
+
+
+def test_constant_inputs_that_onnx_runtime_would_fold_run_on_optimep_without_its_folding():
+    """int32 Range bounds are claimed only as constants (run-time shape values are read as int64), and
+    ConstantOfShape with a constant shape; ORT's constant folding (optimization 'basic') computes such nodes
+    before partitioning, so they reach OptimEP with optimizations off."""
+    nodes = [N("Range", ["s", "l", "d"], ["r"]), N("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+             N("ConstantOfShape", ["shape"], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.25])),
+             N("Add", ["rf", "c"], ["rc"]), N("Mul", ["rc", "x"], ["y"])]
+    model = make_model(nodes, {"x": (np.float32, [5])}, ["y", "r"],
+                       {"s": np.array(-2, np.int32), "l": np.array(8, np.int32), "d": np.array(2, np.int32), "shape": i64(5)})
+    feeds = {"x": rand(RNG, 5)}
+    sess = session(model, fallback=False, optimization="disable")
+    assert placement(sess).optim_nodes == len(nodes)
+    same_outputs(sess.run(None, feeds), run_cpu(model, feeds), True, "int32 Range, constant-shaped ConstantOfShape")

@@ -1,5 +1,8 @@
 #include "index_inputs.h"
 
+#include <map>
+#include <set>
+
 namespace optim {
 
 std::string require_index_input(const Graph& g, const Node& n, size_t index, const char* what) {
@@ -29,6 +32,33 @@ std::string values_str(const std::vector<int64_t>& v) {
   std::string s = "[";
   for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
   return s + "]";
+}
+
+std::string feeds_a_shape(const Node& n, const Graph& g) {
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs)
+      if (!in.empty()) readers[in].push_back(i);
+  std::set<std::string> reached(n.outputs.begin(), n.outputs.end());
+  std::vector<std::string> todo(n.outputs.begin(), n.outputs.end());
+  std::set<size_t> visited;
+  while (!todo.empty()) {
+    const std::string v = todo.back();
+    todo.pop_back();
+    auto it = readers.find(v);
+    if (it == readers.end()) continue;
+    for (size_t ri : it->second) {
+      const Node& r = g.nodes[ri];
+      for (size_t idx : shape_value_inputs(r))
+        if (idx < r.inputs.size() && reached.count(r.inputs[idx]))
+          return "its output decides the shape of " + r.label() +
+                 ", so it stays with the shape computations outside OptimEP's partitions";
+      if (!visited.insert(ri).second) continue;
+      for (const auto& o : r.outputs)
+        if (!o.empty() && reached.insert(o).second) todo.push_back(o);
+    }
+  }
+  return "";
 }
 
 }  // namespace optim

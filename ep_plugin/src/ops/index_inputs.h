@@ -1,5 +1,5 @@
 // The integer inputs that decide an op's output shape (Slice's starts, Pad's pads, Tile's repeats, Split's
-// sizes): what may be claimed, their values at shape inference, and at run time.
+// sizes, ConstantOfShape's shape): what may be claimed, their values at shape inference, and at run time.
 #pragma once
 
 #include <vector>
@@ -22,5 +22,10 @@ std::vector<int64_t> int_values(const TensorRef& t);
 
 // "[2,-1,3]" for messages (shape_str would print -1 as an unknown dim).
 std::string values_str(const std::vector<int64_t>& v);
+
+// Whether the node's own outputs reach, through any chain of nodes, an input that decides a claimed op's
+// output shape: "" if not, else the reason (naming that op). Ops that only produce shapes or sizes (Shape,
+// Size) stay with the CPU EP then, so the partitions that read their data are not split around them.
+std::string feeds_a_shape(const Node& n, const Graph& g);
 
 }  // namespace optim
