@@ -195,6 +195,9 @@ using MathUnaryFn = void (*)(MathOp op, float p, const float* x, float* y, int64
 enum class MathBinaryOp { kPow = 0, kMax, kMin };
 using MathBinaryFn = void (*)(MathBinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
 
+// --- col2im's inner loop (ConvTranspose): y[i * stride] += x[i] for i < n, the strided positions only ----------
+using Col2imRowFn = void (*)(const float* x, float* y, int64_t stride, int64_t n);
+
 // --- NHWC convolution as a GEMM: rows are output pixels, columns output channels --------------------
 // Row m of A is output pixel m, images one after another (m = (img * oh + oy) * ow + ox). At kernel tap t
 // it reads k_tap consecutive values at x + base(m) + tap_off[t] (in elements), where
@@ -324,6 +327,7 @@ struct KernelTable {
   Kernel<ActivationFn> activation;
   Kernel<MathUnaryFn> math_unary;
   Kernel<MathBinaryFn> math_binary;
+  Kernel<Col2imRowFn> col2im_row;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
   Kernel<QAddFn> qadd;
