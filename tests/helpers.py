@@ -23,7 +23,7 @@ ort.set_default_logger_severity(4)
 ISAS = ["scalar", "avx2"] + [isa for isa in ("avx512vnni", "amx") if kernels_supported(isa)]
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
-_NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.int64: TensorProto.INT64,
+_NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
                np.int32: TensorProto.INT32, np.bool_: TensorProto.BOOL, np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
 
 

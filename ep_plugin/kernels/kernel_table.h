@@ -183,6 +183,22 @@ using BinarySVFn = void (*)(BinaryOp op, float a, const float* b, float* out, in
 using UnaryFn = void (*)(UnaryOp op, const float* x, float* y, int64_t n);
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
 
+// --- more element-wise float32: rounding, Softplus/Elu, trigonometry, powers, Max/Min (ops/math_ops.cc) ---
+// y[i] = f(x[i]) by ONNX's definitions, NaN propagating:
+//   kReciprocal 1 / x     kFloor, kCeil     kRound (halves to even)     kSin, kCos
+//   kSoftplus ln(1 + e^x)     kElu x >= 0 ? x : p * (e^x - 1)
+//   kPow x^p (powf)     kSquare x * x     kCube x * x * x     kSqrt x^0.5 with pow's edges (-0 -> +0, -inf -> +inf)
+// The last three are Pow's scalar-exponent fast paths, computed as ONNX Runtime's CPU EP computes them.
+enum class MathOp { kReciprocal = 0, kFloor, kCeil, kRound, kSoftplus, kElu, kSin, kCos, kPow, kSquare, kCube, kSqrt };
+using MathUnaryFn = void (*)(MathOp op, float p, const float* x, float* y, int64_t n);
+// y[i] = a[i * sa] op b[i * sb] with sa, sb each 0 (a repeated scalar) or 1: kPow powf(a, b); kMax, kMin with
+// NaN winning (ONNX Runtime's Max/Min propagate NaN).
+enum class MathBinaryOp { kPow = 0, kMax, kMin };
+using MathBinaryFn = void (*)(MathBinaryOp op, const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
+
+// --- col2im's inner loop (ConvTranspose): y[i * stride] += x[i] for i < n, the strided positions only ----------
+using Col2imRowFn = void (*)(const float* x, float* y, int64_t stride, int64_t n);
+
 // --- NHWC convolution as a GEMM: rows are output pixels, columns output channels --------------------
 // Row m of A is output pixel m, images one after another (m = (img * oh + oy) * ow + ox). At kernel tap t
 // it reads k_tap consecutive values at x + base(m) + tap_off[t] (in elements), where
@@ -312,6 +328,9 @@ struct KernelTable {
   Kernel<UnaryFn> unary;
   Kernel<ClipFn> clip;
   Kernel<ActivationFn> activation;
+  Kernel<MathUnaryFn> math_unary;
+  Kernel<MathBinaryFn> math_binary;
+  Kernel<Col2imRowFn> col2im_row;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
   Kernel<QAddFn> qadd;

@@ -30,6 +30,27 @@ ValueInfo read_value_info(const OrtValueInfo* vi) {
   return out;
 }
 
+// Tensor attributes larger than this keep only their dtype and shape (values are needed for small ones:
+// ConstantOfShape's value; ORT turns Constant nodes into initializers before an EP sees the graph).
+constexpr size_t kMaxTensorAttrBytes = 4096;
+
+// A tensor attribute that cannot be read stays an empty tensor of undefined dtype (nothing claims it).
+void read_tensor_attr(const OrtOpAttr* a, Tensor* out) {
+  OrtValue* v = nullptr;
+  OrtStatus* st = ort().OpAttr_GetTensorAttributeAsOrtValue(a, &v);
+  if (st) {
+    ort().ReleaseStatus(st);
+    return;
+  }
+  if (!v) return;
+  try {
+    *out = copy_tensor(v, kMaxTensorAttrBytes);
+  } catch (const std::exception&) {
+    *out = Tensor{};
+  }
+  ort().ReleaseValue(v);
+}
+
 Attr read_attr(const OrtOpAttr* a) {
   Attr out;
   OPTIM_CHECK(ort().OpAttr_GetType(a, &out.type));
@@ -61,8 +82,11 @@ Attr read_attr(const OrtOpAttr* a) {
       }
       break;
     }
+    case ORT_OP_ATTR_TENSOR:
+      read_tensor_attr(a, &out.tensor);
+      break;
     default:
-      break;  // graphs, tensors, string lists: kept as type only; ops that need them are not claimed
+      break;  // graphs, string lists: kept as type only; ops that need them are not claimed
   }
   return out;
 }
@@ -77,7 +101,7 @@ std::vector<const OrtValueInfo*> node_values(const OrtNode* n, bool inputs) {
 
 }  // namespace
 
-Tensor copy_tensor(const OrtValue* v) {
+Tensor copy_tensor(const OrtValue* v, size_t max_bytes) {
   Tensor t;
   OrtTensorTypeAndShapeInfo* info = nullptr;
   OPTIM_CHECK(ort().GetTensorTypeAndShape(v, &info));
@@ -93,6 +117,7 @@ Tensor copy_tensor(const OrtValue* v) {
   OPTIM_CHECK(st);
   t.dtype = dtype_from_onnx(et);
   size_t nbytes = static_cast<size_t>(shape_numel(t.shape)) * dtype_size(t.dtype);
+  if (nbytes > max_bytes) return t;  // dtype and shape only
   t.bytes.resize(nbytes);
   if (nbytes) {
     const void* data = nullptr;

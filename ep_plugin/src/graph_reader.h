@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "ir.h"
@@ -18,7 +19,7 @@ struct ReadGraph {
 // max_constant_bytes each (larger ones are only marked constant: GetCapability needs no weights).
 ReadGraph read_graph(const OrtGraph* g, size_t max_constant_bytes);
 
-// Copies an ORT tensor value into an EP-owned Tensor.
-Tensor copy_tensor(const OrtValue* v);
+// Copies an ORT tensor value into an EP-owned Tensor; one of more than max_bytes keeps only its dtype and shape.
+Tensor copy_tensor(const OrtValue* v, size_t max_bytes = SIZE_MAX);
 
 }  // namespace optim

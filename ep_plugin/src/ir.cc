@@ -114,6 +114,11 @@ std::vector<int64_t> Node::attr_ints(const std::string& n, const std::vector<int
   return it == attrs.end() ? dflt : it->second.ints;
 }
 
+const Tensor* Node::attr_tensor(const std::string& n) const {
+  auto it = attrs.find(n);
+  return it == attrs.end() || it->second.type != ORT_OP_ATTR_TENSOR ? nullptr : &it->second.tensor;
+}
+
 std::string Node::label() const { return op + " '" + name + "'"; }
 
 size_t Node::num_inputs() const {

@@ -33,15 +33,6 @@ struct ValueInfo {
   bool is_constant = false;  // constant initializer
 };
 
-struct Attr {
-  OrtOpAttrType type = ORT_OP_ATTR_UNDEFINED;
-  int64_t i = 0;
-  float f = 0.f;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-};
-
 // A constant tensor owned by the EP (copied from an initializer).
 struct Tensor {
   DType dtype = DType::kUndefined;
@@ -53,6 +44,16 @@ struct Tensor {
   const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
   // The elements as int64 whatever the integer dtype; throws for non-integer tensors.
   std::vector<int64_t> as_int64() const;
+};
+
+struct Attr {
+  OrtOpAttrType type = ORT_OP_ATTR_UNDEFINED;
+  int64_t i = 0;
+  float f = 0.f;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  Tensor tensor;  // ORT_OP_ATTR_TENSOR (ConstantOfShape's value): copied when small, else dtype and shape only
 };
 
 struct Node {
@@ -69,6 +70,8 @@ struct Node {
   float attr_f(const std::string& n, float dflt) const;
   std::string attr_s(const std::string& n, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const std::string& n, const std::vector<int64_t>& dflt = {}) const;
+  // A tensor attribute, or nullptr when the node has none of that name.
+  const Tensor* attr_tensor(const std::string& n) const;
   // "Conv 'conv1'" for error messages.
   std::string label() const;
   size_t num_inputs() const;  // present inputs, trailing omitted ones not counted

@@ -102,13 +102,7 @@ class BinaryOpImpl : public Op {
         }
       }
     };
-    const int64_t per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(1, inner));
-    const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(64, outer / per_task));
-    const int64_t step = (outer + tasks - 1) / tasks;
-    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-      const int64_t s = static_cast<int64_t>(t) * step;
-      body(s, std::min(outer, s + step));
-    });
+    parallel_rows(rc, outer, inner, body);
   }
 
   BinaryOp op_;

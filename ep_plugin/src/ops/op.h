@@ -60,6 +60,9 @@ constexpr int64_t kParallelChunk = 1 << 15;
 constexpr int64_t kMacsPerTask = 1 << 20;
 // Splits [0, n) into chunks of at least kParallelChunk elements and runs fn(begin, end) on the pool.
 void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+// Splits `rows` rows of row_len elements each into tasks of at least kParallelChunk elements (64 at most) and
+// runs fn(first_row, end_row) on the pool.
+void parallel_rows(const RunContext& rc, int64_t rows, int64_t row_len, const std::function<void(int64_t, int64_t)>& fn);
 
 // Per input: its values when its OpDef lists it in shape_inputs, else nullptr: int64 tensors as they are,
 // float32 ones (Resize's scales) as each float's bit pattern (read them back with float_from_bits).

@@ -8,23 +8,31 @@ namespace optim {
 
 std::vector<OpDef> cast_op_defs();
 std::vector<OpDef> conv_op_defs();
+std::vector<OpDef> conv_transpose_op_defs();
 std::vector<OpDef> elementwise_op_defs();
 std::vector<OpDef> indexing_op_defs();
 std::vector<OpDef> logical_op_defs();
+std::vector<OpDef> math_op_defs();
 std::vector<OpDef> matmul_op_defs();
 std::vector<OpDef> normalization_op_defs();
+std::vector<OpDef> pad_op_defs();
 std::vector<OpDef> pool_op_defs();
 std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> resize_op_defs();
 std::vector<OpDef> shape_op_defs();
+std::vector<OpDef> shape_source_op_defs();
+std::vector<OpDef> slice_op_defs();
+std::vector<OpDef> split_tile_op_defs();
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph);  // internal_ops.cc
 
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
-    for (auto part : {cast_op_defs, conv_op_defs, elementwise_op_defs, indexing_op_defs, logical_op_defs, matmul_op_defs,
-                      normalization_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, resize_op_defs, shape_op_defs}) {
+    for (auto part : {cast_op_defs, conv_op_defs, conv_transpose_op_defs, elementwise_op_defs, indexing_op_defs,
+                      logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs, pad_op_defs, pool_op_defs,
+                      quantize_op_defs, reduce_op_defs, resize_op_defs, shape_op_defs, shape_source_op_defs,
+                      slice_op_defs, split_tile_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
     return v;

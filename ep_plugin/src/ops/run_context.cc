@@ -54,4 +54,14 @@ void parallel_chunks(const RunContext& rc, int64_t n, const std::function<void(i
   });
 }
 
+void parallel_rows(const RunContext& rc, int64_t rows, int64_t row_len, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(1, row_len));
+  const int64_t tasks = std::max<int64_t>(1, std::min<int64_t>(64, rows / per_task));
+  const int64_t step = (rows + tasks - 1) / tasks;
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    const int64_t b = static_cast<int64_t>(t) * step;
+    if (b < rows) fn(b, std::min(rows, b + step));
+  });
+}
+
 }  // namespace optim

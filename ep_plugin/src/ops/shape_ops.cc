@@ -76,7 +76,6 @@ class TransposeImpl : public Op {
     const Shape& xs = *in[0].shape;
     const size_t r = xs.size();
     const std::vector<int64_t> p = perm_for(r);
-    const Shape& ys = *out[0].shape;
     std::vector<int64_t> xstride(r, 1);
     for (size_t i = r; i-- > 1;) xstride[i - 1] = xstride[i] * xs[i];
     // Stride in X of each output dim; the last output dim is the inner loop.
@@ -180,8 +179,6 @@ std::vector<size_t> second_input_is_shape(const Node& n) {
   if ((n.op == "Squeeze" || n.op == "Unsqueeze") && n.since_version < 13) return {};
   return {1};
 }
-
-std::string check_data_input(const Node& n, const Graph& g) { return require_float(g, n, 0); }
 
 std::string check_reshape(const Node& n, const Graph& g) {
   const std::string why = require_int64(g, n, 1, "shape");
