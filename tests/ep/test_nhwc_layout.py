@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
-from helpers import ISAS, assert_close, make_model, rand, run_cpu
+from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -188,7 +188,6 @@ def test_pools_between_convolutions_fold_every_tap_on_every_isa(channels):
 def test_integer_max_pool_stays_channels_last(channels):
     """A QDQ Conv -> MaxPool -> QuantizeLinear chain: the pool runs on the uint8 NHWC tensor, within a
     quantization step of ONNX Runtime (the convolution's rounding; the pool itself is exact)."""
-    from onnx import TensorProto, numpy_helper
     inits = {"s": np.float32(0.05), "z": np.array(120, np.uint8),
              "w0": RNG.integers(-127, 128, (channels, 4, 1, 1)).astype(np.int8), "ws": np.float32(0.01),
              "ys": np.float32(0.2)}
@@ -200,7 +199,7 @@ def test_integer_max_pool_stays_channels_last(channels):
     graph = helper.make_graph(nodes, "qpool", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 4, 9, 8])],
                               [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10).SerializeToString()
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
     feeds = {"x": RNG.integers(0, 256, (2, 4, 9, 8)).astype(np.uint8)}
     ref = run_cpu(model, feeds)[0].astype(np.int32)
     for isa in ISAS:

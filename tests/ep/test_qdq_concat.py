@@ -5,6 +5,7 @@ table, and the result equals ONNX's float Q/DQ definition exactly, on every ISA.
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -59,7 +60,7 @@ def test_a_quantized_concat_moves_bytes_and_equals_onnx(types, out_type, axis, s
 
 def test_a_concat_with_a_float_input_keeps_its_conversions_and_says_why():
     model, feeds = _model(["u8", "u8"], "u8", 1, None, seed=1)
-    m = __import__("onnx").load_from_string(model)
+    m = onnx.load_from_string(model)
     m.graph.input.append(helper.make_tensor_value_info("f", TensorProto.FLOAT, [2, 2, 5, 4]))
     cat = next(n for n in m.graph.node if n.op_type == "Concat")
     cat.input.append("f")
