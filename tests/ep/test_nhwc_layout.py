@@ -219,3 +219,23 @@ def test_a_decoder_concat_pulls_the_layout_change_onto_its_smaller_inputs():
     steps = _check(model, {"x1": rand(RNG, 2, 6, 4, 5), "x2": rand(RNG, 2, 3, 8, 10)})
     assert sorted(_ops(steps)) == sorted(["ToNhwc", "ToNhwc", "NhwcResize", "Concat", "NhwcConv", "ToNchw"]), steps
     assert placement(session(model, fallback=False)).rewrites["channels_last"] == 1
+
+
+def test_a_float_image_changes_layout_after_its_quantization():
+    """Q(image) -> QDQ Conv: the layout change is not pulled above the QuantizeLinear onto the float image (4x
+    the bytes) since nothing upstream of a partition input can cancel it; the uint8 tensor changes layout."""
+    inits = {"s": np.float32(0.03), "z": np.array(128, np.uint8), "ws": np.float32(0.01), "ys": np.float32(0.1),
+             "w": RNG.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)}
+    nodes = [N("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"), N("DequantizeLinear", ["xq", "s", "z"], ["xf"]),
+             N("DequantizeLinear", ["w", "ws"], ["wf"]), N("Conv", ["xf", "wf"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             N("QuantizeLinear", ["c", "ys", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "qimage", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 12, 10])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    feeds = {"x": rand(RNG, 2, 3, 12, 10)}
+    ref = run_cpu(model, feeds)[0].astype(np.int32)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        assert _ops(_steps(sess))[:3] == ["QuantizeLinear", "ToNhwc", "NhwcQConv"], _steps(sess)
+        assert np.abs(sess.run(None, feeds)[0].astype(np.int32) - ref).max() <= 1, isa

@@ -14,7 +14,7 @@ CASES: dict[str, tuple] = {}  # id -> (model bytes, feeds, exact)
 
 
 def case(cid: str, nodes, inputs: dict, outputs, inits=None, opset=17, exact=False, feeds=None):
-    model = make_model(nodes, {k: (np.float32, v.shape) for k, v in inputs.items()}, outputs, inits, opset)
+    model = make_model(nodes, {k: (v.dtype.type, v.shape) for k, v in inputs.items()}, outputs, inits, opset)
     CASES[cid] = (model, feeds or inputs, exact)
 
 
@@ -136,6 +136,14 @@ case("flatten", [N("Flatten", ["x"], ["y"], axis=2)], {"x": rand(RNG, 2, 3, 4, 5
 case("reshape_zero_minus1", [N("Reshape", ["x", "s"], ["y"])], {"x": rand(RNG, 2, 3, 4)}, ["y"],
      {"s": np.array([0, -1], dtype=np.int64)}, exact=True)
 case("transpose_0213", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3])], {"x": rand(RNG, 2, 3, 4, 5)}, ["y"], exact=True)
+# Three channels going last and back: the few-rows / few-columns path, 4-byte and 1-byte elements.
+case("transpose_rgb_last", [N("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1])], {"x": rand(RNG, 2, 3, 33, 41)}, ["y"], exact=True)
+case("transpose_rgb_first", [N("Transpose", ["x"], ["y"], perm=[0, 3, 1, 2])], {"x": rand(RNG, 2, 33, 41, 3)}, ["y"], exact=True)
+for _few in (2, 4):
+    case(f"transpose_u8_{_few}_last", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1])],
+         {"x": RNG.integers(0, 256, (3, _few, 70000), dtype=np.uint8)}, ["y"], exact=True)
+    case(f"transpose_u8_{_few}_first", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1])],
+         {"x": RNG.integers(0, 256, (3, 70000, _few), dtype=np.uint8)}, ["y"], exact=True)
 case("transpose_default", [N("Transpose", ["x"], ["y"])], {"x": rand(RNG, 3, 4, 5)}, ["y"], exact=True)
 case("squeeze_unsqueeze", [N("Unsqueeze", ["x", "a"], ["u"]), N("Squeeze", ["u", "a"], ["y"])], {"x": rand(RNG, 3, 4)}, ["y"],
      {"a": np.array([0, 3], dtype=np.int64)}, exact=True)

@@ -8,11 +8,45 @@ namespace {
 
 constexpr int64_t kBlock = 64;
 
+// Few rows (an RGB image going channels last) or few columns (coming back): 8 x 8 blocks would all be
+// edges, done element by element with strided stores. Here each output row is gathered from kFew streams
+// read in order (or each input row scattered into kFew streams), kFew known to the compiler.
+template <typename T, int kFew>
+void few_rows(const T* src, T* dst, int64_t cols, int64_t j0, int64_t j1) {  // src kFew x cols
+  for (int64_t j = j0; j < j1; ++j)
+    for (int i = 0; i < kFew; ++i) dst[j * kFew + i] = src[i * cols + j];
+}
+template <typename T, int kFew>
+void few_cols(const T* src, T* dst, int64_t rows, int64_t i0, int64_t i1) {  // src rows x kFew
+  for (int64_t i = i0; i < i1; ++i)
+    for (int j = 0; j < kFew; ++j) dst[j * rows + i] = src[i * kFew + j];
+}
+template <typename T, int kFew>
+void run_few(const RunContext& rc, const T* src, T* dst, int64_t batches, int64_t rows, int64_t cols) {
+  const bool by_rows = rows == kFew;
+  const int64_t len = by_rows ? cols : rows, per_task = std::max<int64_t>(1, kParallelChunk / kFew);
+  const int64_t chunks = (len + per_task - 1) / per_task;
+  rc.parallel_for(static_cast<size_t>(batches * chunks), [&](size_t t) {
+    const int64_t m = static_cast<int64_t>(t) / chunks, a = static_cast<int64_t>(t) % chunks * per_task;
+    const int64_t b = std::min(len, a + per_task);
+    const T* s = src + m * rows * cols;
+    T* d = dst + m * rows * cols;
+    if (by_rows) few_rows<T, kFew>(s, d, cols, a, b);
+    else few_cols<T, kFew>(s, d, rows, a, b);
+  });
+}
+
 template <typename T>
 void run(const RunContext& rc, const T* src, T* dst, int64_t batches, int64_t rows, int64_t cols) {
   if (rows == 1 || cols == 1) {  // the same bytes in the same order
     std::memcpy(dst, src, static_cast<size_t>(batches * rows * cols) * sizeof(T));
     return;
+  }
+  switch (std::min(rows, cols)) {
+    case 2: return run_few<T, 2>(rc, src, dst, batches, rows, cols);
+    case 3: return run_few<T, 3>(rc, src, dst, batches, rows, cols);
+    case 4: return run_few<T, 4>(rc, src, dst, batches, rows, cols);
+    default: break;
   }
   const int64_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
   const int64_t blocks = batches * rb * cb;

@@ -343,6 +343,7 @@ class Rewriter {
       if (g_.constant(in)) {
         if (!relay_constant(in, r, &replaced[k])) return false;
       } else if (element_wise_rank(in) == r) {
+        if (costs_more(in, v) && !region_continues_at(in)) return false;
         to_convert.push_back(k);
       } else {
         return false;  // broadcasting from a lower rank: its NHWC form is no plain layout change
@@ -358,6 +359,26 @@ class Rewriter {
     to_nhwc_.erase(v);
     ++report_.moved;
     return true;
+  }
+
+  // Whether a layout change on `in` moves more bytes than one on `v`: a QuantizeLinear's float input is 4x its
+  // output, a pool's input is larger than its output. Unknown sizes count as equal.
+  bool costs_more(const std::string& in, const std::string& v) const {
+    const ValueInfo *a = info(in), *b = info(v);
+    if (!a || !b) return false;
+    const size_t ea = dtype_size(a->dtype), eb = dtype_size(b->dtype);
+    if (ea && eb && ea != eb) return ea > eb;
+    if (!a->has_shape || !b->has_shape) return false;
+    const int64_t na = shape_numel(a->shape), nb = shape_numel(b->shape);  // -1: a dim unknown
+    return na > 0 && nb > 0 && na > nb;
+  }
+  // Whether the region may reach `in`'s producer, so a pulled change can still cancel there; a partition input
+  // or a layout-bound op's output would keep the dearer change for good (MobileNet's float image before its
+  // QuantizeLinear: 4x the bytes of the quantized one).
+  bool region_continues_at(const std::string& in) const {
+    const size_t pi = producer_index(in);
+    std::vector<size_t> data;
+    return pi != kNone && (is_internal(&g_.nodes[pi], "ToNchw") || data_inputs(g_.nodes[pi], &data));
   }
 
   // Which inputs of a layout-free op carry data (the rest must be scalars); false for any other op.
