@@ -1,84 +1,75 @@
-// AVX2 depthwise NHWC convolutions (kernel_table.h): per output pixel, its taps inside the input
-// (dwconv_taps.h), then 8 channels per ymm, one FMA per tap in tap order; the channels past the last
-// multiple of 8 go one at a time. The int8 form sums exact integers in float32 and requantizes through
-// qstore_avx2.h, equal to the scalar reference bit for bit. Compiled with -mavx2 -mfma.
+// AVX2 depthwise NHWC convolutions (kernel_table.h) on the shared driver (dwconv_rows.h): 8 channels per
+// ymm, channel tails through masked loads and stores. The int8 form sums exact integers in float32 and
+// requantizes through qstore_avx2.h, equal to the scalar reference bit for bit. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
-#include "conv_f32_epilogue.h"
-#include "dwconv_taps.h"
+#include "dwconv_rows.h"
 #include "math_avx2.h"
 #include "qstore_avx2.h"
 
 namespace optim::kernels {
 namespace {
 
-constexpr int64_t kMaxTaps = 64;
-
-template <typename Body>
-void for_each_pixel(const DwconvGeometry& g, int64_t m0, int64_t m1, Body body) {
-  int64_t off[kMaxTaps], tap[kMaxTaps];
-  DwconvPixel px{0, 0, 0, 0, off, tap};
-  for (int64_t m = m0; m < m1; ++m) {
-    dwconv_pixel_taps(g, m, px);
-    body(m, px);
+struct V256 {
+  using Reg = __m256;
+  using Mask = __m256i;  // lane i set when channel j + i exists
+  static constexpr int kLanes = 8;
+  static Mask mask_of(int64_t n) {
+    return n >= 8 ? _mm256_set1_epi32(-1)
+                  : _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-}
+  static Reg zero() { return _mm256_setzero_ps(); }
+  static Reg load(Mask k, const float* p) { return _mm256_maskload_ps(p, k); }
+  static Reg fma(Reg a, Reg b, Reg acc) { return _mm256_fmadd_ps(a, b, acc); }
+};
+
+inline int lanes_of(__m256i k) { return __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(k)))); }
 
 }  // namespace
 
 void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   const DwconvGeometry& g = a.g;
-  if (g.kh * g.kw > kMaxTaps) return dwconv_f32_scalar(m0, m1, a);
+  if (g.kh * g.kw > kDwMaxTaps) return dwconv_f32_scalar(m0, m1, a);
   const ConvF32Epilogue& ep = a.ep;
   const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
-  for_each_pixel(g, m0, m1, [&](int64_t m, const DwconvPixel& px) {
-    const float* x = a.x + px.img * dwconv_image_stride(g);
-    int64_t j = 0;
-    for (; j + 8 <= g.channels; j += 8) {
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t t = 0; t < px.count; ++t)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + px.off[t] + j), _mm256_loadu_ps(a.w + px.tap[t] * g.channels + j), acc);
-      if (ep.bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(ep.bias + j));
-      if (ep.residual) acc = _mm256_add_ps(acc, _mm256_loadu_ps(ep.residual + m * ep.ld_residual + j));
-      acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));
-      if (ep.has_act) acc = activation256(ep.act, ep.act_params, acc);
-      _mm256_storeu_ps(a.c + m * a.ldc + j, acc);
-    }
-    if (j == g.channels) return;
-    float acc[8];
-    for (int64_t c = j; c < g.channels; ++c) {
-      float s = 0.f;
-      for (int64_t t = 0; t < px.count; ++t) s = std::fma(x[px.off[t] + c], a.w[px.tap[t] * g.channels + c], s);
-      acc[c - j] = s;
-    }
-    conv_f32_store_scalar(acc, g.channels - j, m, j, a.c, a.ldc, ep);
-  });
+  dw_drive<V256>(
+      g, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
+      [&](int64_t m, int64_t j, __m256i k, __m256 acc) {
+        if (ep.bias) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.bias + j, k));
+        if (ep.residual) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.residual + m * ep.ld_residual + j, k));
+        acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));  // NaN stays (second operand)
+        if (ep.has_act) acc = activation256(ep.act, ep.act_params, acc);
+        _mm256_maskstore_ps(a.c + m * a.ldc + j, k, acc);
+      });
 }
 
 void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
-  if (g.kh * g.kw > kMaxTaps) return dwconv_q8_scalar(m0, m1, a);
-  for_each_pixel(g, m0, m1, [&](int64_t m, const DwconvPixel& px) {
-    const float* x = a.x + px.img * dwconv_image_stride(g);
-    int64_t j = 0;
-    for (; j + 8 <= g.channels; j += 8) {
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t t = 0; t < px.count; ++t)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + px.off[t] + j), _mm256_loadu_ps(a.w + px.tap[t] * g.channels + j), acc);
-      alignas(32) int32_t sums[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(sums), _mm256_cvtps_epi32(acc));  // exact integers
-      store8(sums, m, j, *a.ep, a.c, m * a.ldc + j);
-    }
-    for (; j < g.channels; ++j) {
-      float s = 0.f;
-      for (int64_t t = 0; t < px.count; ++t)
-        s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
-      qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
-    }
-  });
+  if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
+  const QgemmEpilogue& ep = *a.ep;
+  dw_drive<V256>(
+      g, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
+      [&](int64_t m, int64_t j, __m256i k, __m256 sums) {
+        // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order.
+        __m256 real = _mm256_mul_ps(sums, _mm256_maskload_ps(ep.scale_col + j, k));
+        if (ep.bias_col) real = _mm256_add_ps(real, _mm256_maskload_ps(ep.bias_col + j, k));
+        const int64_t index = m * a.ldc + j;
+        if (ep.out == QuantOut::kFloat32) {
+          _mm256_maskstore_ps(static_cast<float*>(a.c) + index, k, real);
+          return;
+        }
+        const __m128i bytes = bytes8(quantize8(real, ep), ep);
+        uint8_t* c = static_cast<uint8_t*>(a.c) + index;
+        if (g.channels - j >= 8) {
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);
+        } else {
+          alignas(16) uint8_t tail[16];
+          _mm_store_si128(reinterpret_cast<__m128i*>(tail), bytes);
+          std::memcpy(c, tail, static_cast<size_t>(lanes_of(k)));
+        }
+      });
 }
 
 }  // namespace optim::kernels

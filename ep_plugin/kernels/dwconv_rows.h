@@ -1,0 +1,144 @@
+// The depthwise NHWC driver shared by every SIMD width (dwconv_avx2.cc: 8 channels per ymm,
+// dwconv_avx512.cc: 16 per zmm), on a vector traits type V of the including file:
+//   V::Reg, V::Mask, V::kLanes; V::mask_of(channels left), V::zero(), V::load(mask, const float*),
+//   V::fma(a, b, acc) = a * b + acc.
+// Along an output row, pixels whose whole window lies inside the input go several at a time: per tap one
+// weight load feeds one FMA per pixel, at offsets fixed for the row; 3x3 (stride 1 or 2) and 5x5 (stride 1)
+// windows are unrolled at compile time (row_window). Pixels at the edges take their valid taps one by one
+// (dwconv_taps.h). Every output sums its taps in the same (ky, kx) order on every path and ISA, so the int8
+// forms equal the scalar reference bit for bit. Internal linkage: each ISA's file compiles its own copy
+// with its own flags (one shared inline copy could run AVX-512 code on an AVX2 machine).
+#pragma once
+
+#include <algorithm>
+#include <utility>
+
+#include "dwconv_taps.h"
+
+namespace optim::kernels {
+namespace {
+
+constexpr int64_t kDwMaxTaps = 64;  // larger windows go to the scalar kernel
+constexpr int kDwPixels = 4;        // pixels per step of the general in-row loop
+
+// Calls f(std::integral_constant<int, I>) for I = 0 .. N-1, unrolled at compile time: the register arrays
+// below are indexed by constants only, or GCC keeps them on the stack.
+template <typename F, int... I>
+inline __attribute__((always_inline)) void unrolled(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, typename F>
+inline __attribute__((always_inline)) void unrolled(F&& f) {
+  unrolled(f, std::make_integer_sequence<int, N>{});
+}
+
+// Horizontal stride S, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose
+// windows lie inside the input row, P at a time. Per channel block and kernel row, the row's KW weights
+// are loaded once and each input pixel once for the outputs that read it (up to KW / S). Channels inside
+// the pixel loop keep the reads sequential.
+template <typename V, int KH, int KW, int S, int P, typename LoadX, typename Finish>
+void dw_row_window(const DwconvGeometry& g, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
+                   int64_t ox_end, LoadX load_x, Finish finish) {
+  bool row_ok[KH];
+  unrolled<KH>([&](auto ky) { row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h; });
+  for (int64_t o = ox; o + P <= ox_end; o += P) {
+    const int64_t x0 = o * S - g.pw;
+    for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+      const typename V::Mask k = V::mask_of(g.channels - j);
+      typename V::Reg acc[P];
+      unrolled<P>([&](auto p) { acc[p] = V::zero(); });
+      unrolled<KH>([&](auto ky) {
+        if (!row_ok[ky]) return;
+        typename V::Reg wv[KW];
+        unrolled<KW>([&](auto kx) { wv[kx] = V::load(k, w + (ky * KW + kx) * g.channels + j); });
+        const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
+        unrolled<(P - 1) * S + KW>([&](auto c) {
+          const typename V::Reg v = load_x(row + c * g.cs, j, k);
+          unrolled<P>([&](auto p) {
+            constexpr int kx = decltype(c)::value - S * decltype(p)::value;
+            if constexpr (kx >= 0 && kx < KW) acc[p] = V::fma(v, wv[kx], acc[p]);
+          });
+        });
+      });
+      unrolled<P>([&](auto p) { finish(m_row + o + p, j, k, acc[p]); });
+    }
+  }
+}
+
+// Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
+// weight row of the tap) for each channel block, then finish(m, first channel, mask, sums).
+template <typename V, typename LoadX, typename Finish>
+void dw_drive(const DwconvGeometry& g, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+  using Reg = typename V::Reg;
+  int64_t off[kDwMaxTaps], tap[kDwMaxTaps], row_off[kDwMaxTaps], row_tap[kDwMaxTaps];
+  DwconvPixel px{0, 0, 0, 0, off, tap};
+  const int64_t pixels = g.oh * g.ow;
+  // Output columns whose window lies inside the input row: [ox_lo, ox_hi).
+  const int64_t ox_lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
+  const int64_t last = g.w - 1 - (g.kw - 1) * g.dw + g.pw;
+  const int64_t ox_hi = std::max(ox_lo, last < 0 ? 0 : std::min(g.ow, last / g.sw + 1));
+  auto one = [&](int64_t m) {
+    dwconv_pixel_taps(g, m, px);
+    const int64_t image = px.img * dwconv_image_stride(g);
+    for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+      const typename V::Mask k = V::mask_of(g.channels - j);
+      Reg acc = V::zero();
+      for (int64_t t = 0; t < px.count; ++t) acc = V::fma(load_x(image + px.off[t], j, k), V::load(k, w + px.tap[t] * g.channels + j), acc);
+      finish(m, j, k, acc);
+    }
+  };
+  for (int64_t m = m0; m < m1;) {
+    const int64_t img = m / pixels, oy = m % pixels / g.ow, ox = m % g.ow;
+    const int64_t run_end = std::min(m1, m + (ox < ox_lo ? ox_lo - ox : ox < ox_hi ? ox_hi - ox : g.ow - ox));
+    if (ox < ox_lo || ox >= ox_hi || run_end - m < kDwPixels) {
+      for (; m < run_end; ++m) one(m);
+      continue;
+    }
+    // Inside the row: the valid kernel rows, and each tap's offset from the pixel's window corner.
+    int64_t count = 0;
+    const int64_t y0 = oy * g.sh - g.ph;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      const int64_t iy = y0 + ky * g.dh;
+      if (iy < 0 || iy >= g.h) continue;
+      for (int64_t kx = 0; kx < g.kw; ++kx, ++count) {
+        row_off[count] = (iy * g.w + kx * g.dw) * g.cs;
+        row_tap[count] = ky * g.kw + kx;
+      }
+    }
+    const int64_t image = img * dwconv_image_stride(g);
+    // 3x3 at stride 1 or 2, 5x5 at stride 1 (5x5 at stride 2 measured no faster than the loop below).
+    const bool w3 = g.kh == 3 && g.kw == 3 && (g.sw == 1 || g.sw == 2), w5 = g.kh == 5 && g.kw == 5 && g.sw == 1;
+    if ((w3 || w5) && g.dw == 1 && g.dh == 1) {
+      // Eight pixels per step (more independent sums in flight), then four.
+      const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
+      auto rows = [&](auto kernel8, auto kernel4) {
+        kernel8(g, w, image, y0, m_row, ox, ox + n8, load_x, finish);
+        kernel4(g, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+      };
+      using LX = decltype(load_x);
+      using FN = decltype(finish);
+      if (g.kh == 3 && g.sw == 1) rows(dw_row_window<V, 3, 3, 1, 8, LX, FN>, dw_row_window<V, 3, 3, 1, 4, LX, FN>);
+      else if (g.kh == 3) rows(dw_row_window<V, 3, 3, 2, 8, LX, FN>, dw_row_window<V, 3, 3, 2, 4, LX, FN>);
+      else rows(dw_row_window<V, 5, 5, 1, 8, LX, FN>, dw_row_window<V, 5, 5, 1, 4, LX, FN>);
+      m += n8 + n4;
+    }
+    for (; m + kDwPixels <= run_end; m += kDwPixels) {
+      const int64_t x0 = (m % g.ow) * g.sw - g.pw;
+      for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+        const typename V::Mask k = V::mask_of(g.channels - j);
+        Reg acc[kDwPixels];
+        for (int p = 0; p < kDwPixels; ++p) acc[p] = V::zero();
+        for (int64_t t = 0; t < count; ++t) {
+          const Reg wv = V::load(k, w + row_tap[t] * g.channels + j);
+          const int64_t base = image + row_off[t] + x0 * g.cs;
+          for (int p = 0; p < kDwPixels; ++p) acc[p] = V::fma(load_x(base + p * g.sw * g.cs, j, k), wv, acc[p]);
+        }
+        for (int p = 0; p < kDwPixels; ++p) finish(m + p, j, k, acc[p]);
+      }
+    }
+    for (; m < run_end; ++m) one(m);
+  }
+}
+
+}  // namespace
+}  // namespace optim::kernels
