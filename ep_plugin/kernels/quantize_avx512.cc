@@ -48,15 +48,28 @@ void dequantize_f32_avx512(const void* q, bool from_u8, int32_t zero_point, floa
   if (i < n) dequantize_f32_scalar(static_cast<const uint8_t*>(q) + i, from_u8, zero_point, scale, x + i, n - i);
 }
 
-void qadd_q8_avx512(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+namespace {
+
+// The loop for one pair of input types. Its parameters are locals: stores through a byte pointer may alias
+// anything, so fields read through `p` would be reloaded (and branched on) for every sixteen values.
+template <bool kAU8, bool kBU8>
+void qadd_loop(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
   const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy);
+  const int32_t za = p.za, zb = p.zb, zy = p.zy, qmin = p.qmin, qmax = p.qmax;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 sum = _mm512_add_ps(_mm512_mul_ps(load16(a, p.a_u8, i, p.za), sa), _mm512_mul_ps(load16(b, p.b_u8, i, p.zb), sb));
-    store16(to_integers(_mm512_div_ps(sum, sy), p.zy, p.qmin, p.qmax), y, i);
+    const __m512 sum = _mm512_add_ps(_mm512_mul_ps(load16(a, kAU8, i, za), sa), _mm512_mul_ps(load16(b, kBU8, i, zb), sb));
+    store16(to_integers(_mm512_div_ps(sum, sy), zy, qmin, qmax), y, i);
   }
   if (i < n) qadd_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
                             static_cast<uint8_t*>(y) + i, n - i);
+}
+
+}  // namespace
+
+void qadd_q8_avx512(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+  if (p.a_u8) return p.b_u8 ? qadd_loop<true, true>(a, b, p, y, n) : qadd_loop<true, false>(a, b, p, y, n);
+  return p.b_u8 ? qadd_loop<false, true>(a, b, p, y, n) : qadd_loop<false, false>(a, b, p, y, n);
 }
 
 }  // namespace optim::kernels

@@ -275,6 +275,8 @@ def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed):
 ADD_CASES = {
     "same_shape_u8_relu": dict(a_shape=[2, 16, 9, 9], b_shape=[2, 16, 9, 9], a_type="u8", b_type="u8", y_type="u8", relu=True),
     "same_shape_s8_mixed": dict(a_shape=[3, 37], b_shape=[3, 37], a_type="s8", b_type="u8", y_type="s8", relu=False),
+    "same_shape_s8_s8": dict(a_shape=[2, 40], b_shape=[2, 40], a_type="s8", b_type="s8", y_type="u8", relu=False),
+    "same_shape_u8_u8_to_s8": dict(a_shape=[5, 33], b_shape=[5, 33], a_type="u8", b_type="u8", y_type="s8", relu=False),
     "broadcast": dict(a_shape=[2, 3, 4], b_shape=[3, 1], a_type="u8", b_type="u8", y_type="u8", relu=False),
     "broadcast_leading": dict(a_shape=[1, 5, 6], b_shape=[3, 5, 6], a_type="u8", b_type="s8", y_type="u8", relu=False),
     "broadcast_scalar": dict(a_shape=[4, 8], b_shape=[], a_type="s8", b_type="u8", y_type="s8", relu=True),
