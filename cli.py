@@ -454,6 +454,9 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     how = "dynamic (weights only)" if result.mode == "dynamic" else f"static, {result.method}, {result.activation_type} activations"
     click.echo(f"quantized ({how}) -> {result.path} in {result.seconds:.1f} s; calibration batches "
                f"{result.calibration_batches}, held-out batches {result.evaluation_batches}")
+    if result.opset_converted_from is not None:
+        click.echo(f"converted from opset {result.opset_converted_from} to 13 first: int8 QDQ (per-channel "
+                   "DequantizeLinear) needs opset 13; the converted model gave the same outputs")
     click.echo(f"on OptimEP: {p['optim_nodes']}/{p['total_nodes']} nodes, {p['integer_units']} integer unit(s)")
     if result.excluded:
         click.echo(f"kept in float: {', '.join(result.excluded)}")
