@@ -71,6 +71,8 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
         try:
             with quiet(verbose):
                 (_dynamo if name == DYNAMO else _torchscript)(loaded, args, specs, output_names, opset, path, verbose)
+            # An exporter that fixed an axis asked to be dynamic (dynamo does for an LSTM's batch) failed too.
+            name_dynamic_axes(path, specs)
         except Exception as e:
             failures.append((name, e))
             _remove_partial(path)
@@ -78,8 +80,9 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
                 log.info("the %s exporter failed (%s); trying the %s exporter", name, _summary(e), order[-1])
                 say(f"the {name} exporter failed; trying the {order[-1]} exporter")
             continue
-        name_dynamic_axes(path, specs)
         return name
+    if len(failures) == 1 and isinstance(failures[0][1], ExportError):
+        raise failures[0][1]  # already one sentence with its fix
     op = next((op for _, e in failures if (op := unsupported_op(e))), None)
     where = op_location(loaded, args, op) if op else None
     raise ExportError(_failure_message(failures, opset, [n for n in possible if n not in order], op, where))

@@ -145,3 +145,4 @@ class SampleRateTensor(SampleRateSwitch):
         if bool(sr == 16000):
             return torch.relu(self.conv16k(x))[:, :, :8]
         return torch.sigmoid(self.conv8k(x))[:, :, :8]
+

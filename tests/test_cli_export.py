@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 import optimtest_factories as factories
 from optim.cli import main
-from optim.models import REALSIZE
+from optim.models import COVERAGE, REALSIZE
 
-ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE])
+ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE, *COVERAGE])
 REPORT_KEYS = {"output", "check", "max_abs", "max_rel", "tolerance", "atol", "rtol", "passed", "problem"}
 
 
