@@ -58,6 +58,11 @@ def test_large_planes_equal_the_cpu_ep(isa, shape):
     assert_close(run_optim(model, feeds, isa=isa)[0], run_cpu(model, feeds)[0])
 
 
+def test_an_empty_plane_gives_an_empty_output():
+    model, feeds = _model((2, 3, 0))
+    assert run_optim(model, feeds)[0].shape == (2, 3, 0)
+
+
 @pytest.mark.parametrize("constant_params", [True, False])
 def test_epsilon_and_parameters_as_inputs(constant_params):
     model, feeds = _model((2, 5, 9), epsilon=0.3, constant_params=constant_params)

@@ -179,6 +179,7 @@ class InstanceNormImpl : public Op {
     const float *x = in[0].as<float>(), *scale = in[1].as<float>(), *bias = in[2].as<float>();
     float* y = out[0].as<float>();
     for_each_plane(rc, *in[0].shape, [&](int64_t p, int64_t inner) {
+      if (inner == 0) return;  // an empty plane has no first value to sum around, and nothing to write
       const float* xp = x + p * inner;
       // Summed around the plane's first value, not 0: float partial sums of a large mean would lose the
       // digits of a small spread. The float mean's rounding (delta) is folded into the bias below.
