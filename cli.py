@@ -125,7 +125,13 @@ def _explain_export(error: Exception, _verbose: bool) -> str:
 @click.argument("spec")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="ONNX file to write.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME:DIMS[:DTYPE]",
-              help="Input name and shape, e.g. x:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic). Repeatable.")
+              help="Input name and shape, e.g. x:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic); "
+                   "NAME=VALUE[:DTYPE] is a 0-d (scalar) tensor input with that example value, e.g. sr=16000:int64. "
+                   "Repeatable.")
+@click.option("--arg", "baked", multiple=True, metavar="NAME=VALUE",
+              help="A Python int, float or bool argument of forward (e.g. forward(x, sr: int)) fixed to VALUE and "
+                   "baked into the graph: not an input of the ONNX model; branches on it are decided now, e.g. "
+                   "sr=16000, scale=0.5, flag=true. Repeatable.")
 @click.option("--example-inputs", type=click.Path(exists=True, dir_okay=False), help=".npz of example inputs.")
 @click.option("--dynamic", multiple=True, metavar="NAME:AXIS[:DIM]",
               help="Mark an input axis dynamic (optionally naming the dim). Repeatable.")
@@ -137,7 +143,7 @@ def _explain_export(error: Exception, _verbose: bool) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show exporter output and tracebacks.")
 @_reports_errors(explain=_explain_export)
-def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weights, trust_pickle, as_json, verbose):
+def export(spec, output, inputs, example_inputs, dynamic, baked, opset, exporter, weights, trust_pickle, as_json, verbose):
     """Export SPEC to ONNX and verify it against PyTorch.
 
     SPEC is a TorchScript archive, a torch.export .pt2 archive, a zoo model name (mlp, cnn,
@@ -145,6 +151,11 @@ def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weigh
     gives its state_dict) or, only with --trust-pickle, a fully pickled nn.Module. Files are told
     apart by their contents. Progress lines go to stderr. Exit code 2 for a bad input, 1 when the
     exported model does not match PyTorch (then no file is written).
+
+    \b
+    Non-tensor arguments, for forward(x, sr: int):
+      --arg sr=16000            the value is fixed in the graph (the model takes x only)
+      --input sr=16000:int64    sr becomes a 0-d int64 input (forward must accept a tensor)
     """
     try:
         from optim.exporter import export as do_export
@@ -153,12 +164,14 @@ def export(spec, output, inputs, example_inputs, dynamic, opset, exporter, weigh
     if verbose:
         logging.getLogger().setLevel(logging.INFO)
     result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
-                       dynamic=list(dynamic) or None, opset=opset, exporter=exporter, weights=weights,
+                       dynamic=list(dynamic) or None, args=list(baked) or None, opset=opset, exporter=exporter, weights=weights,
                        trust_pickle=trust_pickle, verbose=verbose, progress=_progress)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     click.echo(f"exported {result.kind} with the {result.exporter} exporter (opset {result.opset}) -> {result.path}")
+    if result.baked_args:
+        click.echo("baked into the graph: " + ", ".join(f"{k}={v!r}" for k, v in result.baked_args.items()))
     for line in _report_lines(result.report):
         click.echo(line)
 
@@ -441,6 +454,9 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     how = "dynamic (weights only)" if result.mode == "dynamic" else f"static, {result.method}, {result.activation_type} activations"
     click.echo(f"quantized ({how}) -> {result.path} in {result.seconds:.1f} s; calibration batches "
                f"{result.calibration_batches}, held-out batches {result.evaluation_batches}")
+    if result.opset_converted_from is not None:
+        click.echo(f"converted from opset {result.opset_converted_from} to 13 first: int8 QDQ (per-channel "
+                   "DequantizeLinear) needs opset 13; the converted model gave the same outputs")
     click.echo(f"on OptimEP: {p['optim_nodes']}/{p['total_nodes']} nodes, {p['integer_units']} integer unit(s)")
     if result.excluded:
         click.echo(f"kept in float: {', '.join(result.excluded)}")

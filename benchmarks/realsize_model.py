@@ -125,28 +125,48 @@ def measure_batch(name: str, batch: int, fp32: onnx.ModelProto, sessions: dict, 
     return row
 
 
-def run(args) -> int:
-    name = args.model
-
-    def say(line: str) -> None:
-        print(f"[{name}] {line}", flush=True)
-
-    record = Record(Path(args.result), name)
+def prepared_files(name: str, args, record: Record, say) -> dict[str, Path] | None:
+    """The model's fp32 (and, when quantizing worked, int8) files, prepared or from the cache, recorded with
+    their stages; None when the export failed (recorded, and the record marked done: the process ends normally)."""
     record.update(stage="prepare")
     try:
         prepared = prepare(name, Path(args.cache), say=say, rebuild=args.rebuild)
     except PrepareError as e:
         record.fail(e.stage, e.message, say)
-        record.update(stage="done")  # the process ends normally; the failure is in the record
-        return 0
+        record.update(stage="done")
+        return None
     record.update(prepare=prepared.stages, folder=str(prepared.folder), fp32_file=prepared.fp32.name,
                   failures=record.data["failures"] + prepared.failures)
-    files = {"fp32": prepared.fp32, **({"int8": prepared.int8} if prepared.int8 else {})}
+    return {"fp32": prepared.fp32, **({"int8": prepared.int8} if prepared.int8 else {})}
+
+
+def model_say(name: str):
+    """say(line) for one model's process: printed at once, prefixed with the model's name."""
+    return lambda line: print(f"[{name}] {line}", flush=True)
+
+
+def prepared_sessions(args):
+    """(record, say, files, sessions) for args.model: prepared, its sessions open on args.threads threads and their
+    placement recorded; None when the export failed (recorded)."""
+    say = model_say(args.model)
+    record = Record(Path(args.result), args.model)
+    files = prepared_files(args.model, args, record, say)
+    if files is None:
+        return None
     sessions = open_sessions(files, args.threads, record, say)
     record.update(placement={p: placement_summary(sessions[f"{p}_optim"], p) for p in files if f"{p}_optim" in sessions})
     for p, info in record.data["placement"].items():
         say(f"{p} on OptimEP: {info['optim_nodes']}/{info['total_nodes']} nodes, {info['integer_units']} integer units")
-    fp32 = onnx.load(str(prepared.fp32))
+    return record, say, files, sessions
+
+
+def run(args) -> int:
+    name = args.model
+    started = prepared_sessions(args)
+    if started is None:
+        return 0
+    record, say, files, sessions = started
+    fp32 = onnx.load(str(files["fp32"]))
     for batch in args.batches:
         row = measure_batch(name, batch, fp32, sessions, args, record, say)
         record.update(batches=record.data["batches"] + [row])

@@ -1,7 +1,8 @@
 """The real-size suite's models: which registry entry, how to quantize it, and its inputs at any batch.
 
-Every model except MiniLM is a `REALSIZE` entry of optim.models (random weights at the published
-size); MiniLM is the `minilm` entry (real weights), run at sequence SEQUENCE like BERT-base.
+Every model of SUITE except MiniLM is a `REALSIZE` entry of optim.models (random weights at the published
+size); MiniLM is the `minilm` entry (real weights), run at sequence SEQUENCE like BERT-base. SPEECH_OCR are
+`COVERAGE` entries, for the coverage table (coverage.py) only.
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ SUITE = [
     # refuses the file, as the batch was asked to be dynamic); TorchScript keeps it dynamic.
     SuiteModel("segformer_b0", "SegFormer-B0 (512x512)", exporter="torchscript"),
 ]
-BY_NAME = {m.name: m for m in SUITE}
+# Speech and OCR architectures at small sizes (optim.models.COVERAGE): in the coverage table only, not timed.
+# Wav2Vec2's conv feature encoder quantizes like a CNN, its transformer like the others (MatMuls only).
+SPEECH_OCR = [
+    SuiteModel("whisper_encoder", "Whisper-style encoder (tiny width, 2 layers)", MATMUL_ONLY),
+    SuiteModel("wav2vec2", "Wav2Vec2-style (conv encoder + 2 layers)", ("Conv", "MatMul")),
+    SuiteModel("crnn", "CRNN (conv + BiLSTM)"),
+]
+BY_NAME = {m.name: m for m in SUITE + SPEECH_OCR}
 
 
 def model_inputs(name: str, batch: int, seed: int = 0) -> dict[str, np.ndarray]:

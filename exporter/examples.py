@@ -71,20 +71,23 @@ def match_examples(specs: list[InputSpec], examples: Mapping[str, np.ndarray]) -
                 f"example input {spec.name!r} has shape {'x'.join(map(str, a.shape)) or 'scalar'} but the model takes "
                 f"{'x'.join(str(d) for d in spec.dims())} (named axes may have any size)"
             )
-        matched.append(InputSpec(spec.name, tuple(int(d) for d in a.shape), spec.dtype, dict(spec.dynamic)))
+        matched.append(InputSpec(spec.name, tuple(int(d) for d in a.shape), spec.dtype, dict(spec.dynamic), spec.value))
     return matched
 
 
 def random_inputs(specs: list[InputSpec], seed: int = 0,
                   int_ranges: Mapping[str, tuple[int, int]] | None = None) -> dict[str, np.ndarray]:
     """Arrays of the specs' example shapes: floats standard normal, integers uniform in
-    int_ranges[name] (default DEFAULT_INT_RANGE), bools fair coins; the same for the same seed."""
+    int_ranges[name] (default DEFAULT_INT_RANGE), bools fair coins; the same for the same seed.
+    A scalar spec given with a value (NAME=VALUE) gets that value."""
     rng = np.random.default_rng(seed)
     int_ranges = int_ranges or {}
     feeds = {}
     for spec in specs:
         dt = np.dtype(spec.dtype)
-        if dt.kind == "f":
+        if spec.value is not None:
+            feeds[spec.name] = np.array(spec.value, dtype=dt)
+        elif dt.kind == "f":
             feeds[spec.name] = rng.standard_normal(spec.shape).astype(dt)
         elif dt.kind in "iu":
             low, high = int_ranges.get(spec.name, DEFAULT_INT_RANGE)

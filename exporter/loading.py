@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from optim.models import EXTRA, REALSIZE, ZOO, example_inputs as zoo_example_inputs, get as zoo_get
+from optim.models import COVERAGE, EXTRA, REALSIZE, ZOO, example_inputs as zoo_example_inputs, get as zoo_get
 
 from . import detect
 from .errors import ExportError, first_line
@@ -80,13 +80,13 @@ def load_model(spec: str, weights: str | os.PathLike | None = None, trust_pickle
             raise ExportError(
                 f"--weights applies to module:factory specs; {spec} is a {loaded.kind} file that carries its own weights"
             )
-    elif spec in ZOO or spec in EXTRA or spec in REALSIZE:
+    elif spec in ZOO or spec in EXTRA or spec in REALSIZE or spec in COVERAGE:
         loaded = _load_zoo(spec)
     elif _FACTORY_SPEC.match(spec):
         loaded = _load_factory(spec)
     else:
         raise ExportError(
-            f"{spec} does not exist, and it is neither a zoo model ({', '.join([*ZOO, *EXTRA, *REALSIZE])}) nor a "
+            f"{spec} does not exist, and it is neither a zoo model ({', '.join([*ZOO, *EXTRA, *REALSIZE, *COVERAGE])}) nor a "
             f"package.module:factory spec"
         )
     if weights is not None:

@@ -12,6 +12,7 @@ import torch
 
 from optim.common.staging import staged_output
 
+from .baked_args import Scalar, bake_args
 from .errors import ExportError, first_line
 from .examples import describe, resized_inputs
 from .inputs import resolve_inputs
@@ -31,6 +32,7 @@ def export(
     inputs: Sequence[str | InputSpec] | None = None,
     example_inputs: str | os.PathLike | Mapping[str, np.ndarray] | None = None,
     dynamic: Sequence[str] | Mapping[str, Mapping[int, str]] | None = None,
+    args: Sequence[str] | Mapping[str, Scalar] | None = None,
     opset: int = 18,
     exporter: str = "auto",
     weights: str | os.PathLike | None = None,
@@ -46,7 +48,10 @@ def export(
     only with trust_pickle=True (unpickling runs code from the file).
     `inputs`: "NAME:DIMS[:DTYPE]" strings (a named dim is dynamic) or InputSpecs;
     `example_inputs`: .npz path or {name: array}; `dynamic`: "NAME:AXIS[:DIM_NAME]" strings or
-    {name: {axis: dim name}} (see resolve_inputs for which source wins).
+    {name: {axis: dim name}} (see resolve_inputs for which source wins). A 0-d input with an example
+    value is "NAME=VALUE[:DTYPE]" in `inputs`.
+    `args`: "NAME=VALUE" strings or {name: value}: int/float/bool arguments of forward baked into the
+    graph (not inputs of the ONNX model).
     `exporter`: "auto" (dynamo, then TorchScript), "dynamo" or "torchscript".
     Verification runs the file on ONNX Runtime's CPU EP against PyTorch on the example inputs
     and, with dynamic axes, on inputs resized along every one of them (tolerances in optim.common.comparison).
@@ -62,6 +67,9 @@ def export(
     say(f"loading {os.fspath(spec)}")
     loaded = load_model(spec, weights=weights, trust_pickle=trust_pickle)
     say(f"{loaded.source} is {describe_kind(loaded.kind)}")
+    baked = bake_args(loaded, args or [])
+    if baked:
+        say("baking " + ", ".join(f"{k}={v!r}" for k, v in baked.items()) + " into the graph")
     specs, examples = resolve_inputs(loaded, inputs, example_inputs, dynamic)
 
     def reference(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
@@ -89,7 +97,7 @@ def export(
                 checks.append(("resized", resized_inputs(specs, examples)))
             report = verify_onnx(staged, reference, checks, progress=say)
         onnx_inputs, onnx_outputs = describe_values(staged)
-    return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report)
+    return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report, baked)
 
 
 def _run_torch(module, specs: list[InputSpec], feeds: Mapping[str, np.ndarray]):

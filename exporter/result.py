@@ -17,7 +17,7 @@ class ExportResult:
     `kind` says what the source was ("zoo", "factory", "torchscript", "torch.export",
     "pickled module"); `exporter` which exporter wrote the file ("dynamo", "torchscript").
     `inputs` / `outputs` are {name, shape (ints, dim names for dynamic axes), dtype} as the ONNX
-    file declares them. `report` has one row per output per check ("example", "resized"):
+    file declares them. `baked_args` are forward's int/float/bool arguments fixed in the graph. `report` has one row per output per check ("example", "resized"):
     output, check, max_abs, max_rel, tolerance, atol, rtol, passed, problem.
     """
 
@@ -28,6 +28,7 @@ class ExportResult:
     inputs: list[dict]
     outputs: list[dict]
     report: list[dict] = field(default_factory=list)
+    baked_args: dict = field(default_factory=dict)  # forward's non-tensor arguments fixed by --arg
 
     @property
     def passed(self) -> bool:

@@ -4,6 +4,10 @@ DIMS is sizes joined by "x" (or "," when a dim name contains an "x"): `x:1x3x224
 `ids:batchx128:int64`, `ids:1,max_len:int64`. A name instead of a size makes that axis dynamic
 under that name; its example size is DYNAMIC_EXAMPLE_SIZE. Axes with the same name must have the
 same size at run time.
+
+`NAME=VALUE[:DTYPE]` is a 0-d (scalar) tensor input whose example value is VALUE: `sr=16000:int64`,
+`gain=0.5`, `enabled=true:bool` (DTYPE defaults to int64, float32 or bool from how VALUE is written).
+A Python int/float/bool argument of forward that should not become an input is `--arg` (baked_args.py).
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ class InputSpec:
     shape: tuple[int, ...]
     dtype: str = "float32"
     dynamic: dict[int, str] = field(default_factory=dict)
+    value: bool | int | float | None = None  # the example value of a 0-d input given as NAME=VALUE
 
     def dims(self) -> list[int | str]:
         """The shape with dynamic axes replaced by their names, as ONNX will show it."""
         return [self.dynamic.get(axis, size) for axis, size in enumerate(self.shape)]
 
     def __str__(self) -> str:
+        if self.value is not None:
+            return f"{self.name}={str(self.value).lower() if isinstance(self.value, bool) else self.value}:{self.dtype}"
         dims = [str(d) for d in self.dims()]
         # The form parse_input_spec reads back: commas once a dim name contains an "x".
         sep = "," if any("x" in d for d in dims) else "x"
@@ -46,14 +53,43 @@ class InputSpec:
         return {"name": self.name, "shape": self.dims(), "dtype": self.dtype}
 
 
+def _parse_scalar_spec(text: str) -> InputSpec:
+    """'sr=16000:int64' -> InputSpec('sr', (), 'int64', value=16000)."""
+    head, _, dtype = text.partition(":")
+    name, _, value_text = head.partition("=")
+    if not _NAME.match(name) or not value_text or ":" in dtype:
+        raise ExportError(f"bad --input {text!r}: a scalar input is NAME=VALUE[:DTYPE], e.g. sr=16000:int64")
+    lowered = value_text.lower()
+    try:
+        if lowered in ("true", "false"):
+            value: bool | int | float = lowered == "true"
+        elif re.fullmatch(r"[+-]?\d+", value_text):
+            value = int(value_text)
+        else:
+            value = float(value_text)
+    except ValueError:
+        raise ExportError(f"bad --input {text!r}: {value_text!r} is not a number or true/false") from None
+    dtype = dtype or ("bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32")
+    if dtype not in DTYPES:
+        raise ExportError(f"bad --input {text!r}: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    kind = "bool" if dtype == "bool" else "float" if dtype.startswith("float") else "int"
+    if (kind == "bool") != isinstance(value, bool) or (kind == "int" and not isinstance(value, int)):
+        raise ExportError(f"bad --input {text!r}: {value_text!r} does not fit {dtype}")
+    return InputSpec(name, (), dtype, {}, value)
+
+
 def parse_input_spec(text: str) -> InputSpec:
     """'ids:batchx128:int64' -> InputSpec('ids', (2, 128), 'int64', {0: 'batch'}).
 
+    'sr=16000:int64' -> a 0-d input with that example value.
     Raises ExportError with one sentence naming the bad part and the expected form.
     """
+    if "=" in text.partition(":")[0]:
+        return _parse_scalar_spec(text)
     parts = text.split(":")
     if len(parts) not in (2, 3) or not all(parts):
-        raise ExportError(f"bad --input {text!r}: expected NAME:DIMS[:DTYPE], e.g. x:1x3x224x224 or ids:batchx128:int64")
+        raise ExportError(f"bad --input {text!r}: expected NAME:DIMS[:DTYPE], e.g. x:1x3x224x224 or ids:batchx128:int64 "
+                          f"(or NAME=VALUE[:DTYPE] for a scalar, e.g. sr=16000:int64)")
     name, dims_text = parts[0], parts[1]
     dtype = parts[2] if len(parts) == 3 else "float32"
     if dtype not in DTYPES:

@@ -11,6 +11,7 @@ from pathlib import Path
 import onnx
 import torch
 
+from .baked_args import BakedArgs, is_scripted, traced_for_export
 from .errors import ExportError
 from .loading import LoadedModel
 from .locate import op_location
@@ -50,7 +51,7 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
     say = progress or (lambda _line: None)
     if exporter not in EXPORTERS:
         raise ExportError(f"exporter {exporter!r} is not one of {', '.join(EXPORTERS)}")
-    scripted = isinstance(loaded.module, torch.jit.ScriptModule)
+    scripted = is_scripted(loaded.module)
     if exporter == DYNAMO and scripted:
         raise ExportError(
             f"the dynamo exporter cannot read TorchScript ({loaded.source} is a ScriptModule; torch.export needs the "
@@ -70,6 +71,8 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
         try:
             with quiet(verbose):
                 (_dynamo if name == DYNAMO else _torchscript)(loaded, args, specs, output_names, opset, path, verbose)
+            # An exporter that fixed an axis asked to be dynamic (dynamo does for an LSTM's batch) failed too.
+            name_dynamic_axes(path, specs)
         except Exception as e:
             failures.append((name, e))
             _remove_partial(path)
@@ -77,8 +80,9 @@ def export_onnx(loaded: LoadedModel, args: tuple, specs: list[InputSpec], output
                 log.info("the %s exporter failed (%s); trying the %s exporter", name, _summary(e), order[-1])
                 say(f"the {name} exporter failed; trying the {order[-1]} exporter")
             continue
-        name_dynamic_axes(path, specs)
         return name
+    if len(failures) == 1 and isinstance(failures[0][1], ExportError):
+        raise failures[0][1]  # already one sentence with its fix
     op = next((op for _, e in failures if (op := unsupported_op(e))), None)
     where = op_location(loaded, args, op) if op else None
     raise ExportError(_failure_message(failures, opset, [n for n in possible if n not in order], op, where))
@@ -92,6 +96,8 @@ def _dynamo(loaded, args, specs, output_names, opset, path, verbose) -> None:
         # One Dim object per name: torch.export treats axes sharing a Dim as equal in size.
         per_input = [{axis: dims.setdefault(n, torch.export.Dim(n)) for axis, n in s.dynamic.items()} or None for s in specs]
         dynamic_shapes = tuple(per_input) if dims else None
+        if dynamic_shapes is not None and isinstance(model, BakedArgs):
+            dynamic_shapes = (dynamic_shapes,)  # its forward(*tensors) is one tuple argument to torch.export
     torch.onnx.export(
         model, args, str(path), dynamo=True, input_names=[s.name for s in specs], output_names=output_names,
         opset_version=opset, dynamic_shapes=dynamic_shapes, external_data=_weight_bytes(loaded) > EXTERNAL_DATA_BYTES,
@@ -102,7 +108,7 @@ def _dynamo(loaded, args, specs, output_names, opset, path, verbose) -> None:
 def _torchscript(loaded, args, specs, output_names, opset, path, verbose) -> None:
     dynamic_axes = {s.name: dict(s.dynamic) for s in specs if s.dynamic}
     torch.onnx.export(
-        loaded.module, args, str(path), dynamo=False, input_names=[s.name for s in specs], output_names=output_names,
+        traced_for_export(loaded.module, args), args, str(path), dynamo=False, input_names=[s.name for s in specs], output_names=output_names,
         opset_version=opset, dynamic_axes=dynamic_axes or None, verbose=verbose,
     )
 

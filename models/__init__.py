@@ -1,5 +1,6 @@
 """The reference model zoo: small PyTorch models used by tests, the demo and the benchmarks (ZOO),
-MiniLM (EXTRA), and published architectures at their real size for the benchmarks (REALSIZE).
+MiniLM (EXTRA), published architectures at their real size for the benchmarks (REALSIZE), and speech and OCR
+architectures at small sizes for the coverage table (COVERAGE).
 
     from optim.models import ZOO, get, example_inputs
     entry = get("cnn")
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["EXTRA", "REALSIZE", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
+__all__ = ["COVERAGE", "EXTRA", "REALSIZE", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
 
 # (name, shape, dtype string as numpy spells it: "float32", "int64")
 InputInfo = tuple[str, tuple[int, ...], str]
@@ -141,11 +142,32 @@ REALSIZE: dict[str, ZooEntry] = {
 }
 
 
+# Speech and OCR architectures at small sizes with random weights, beside REALSIZE in the coverage table
+# (benchmarks/coverage.py): which of their ops run on OptimEP, not how fast.
+COVERAGE: dict[str, ZooEntry] = {
+    e.name: e
+    for e in [
+        ZooEntry(name="whisper_encoder", factory=LazyFactory(".speech:whisper_encoder"),
+                 inputs=[("x", (1, 80, 200), "float32")], dynamic={"x": {0: "batch"}},
+                 description="Whisper-style encoder: whisper-tiny width (80 mels, d_model 384), 2 layers, 2 s of log-mels"),
+        ZooEntry(name="wav2vec2", factory=LazyFactory(".speech:wav2vec2"), inputs=[("x", (1, 16000), "float32")],
+                 dynamic={"x": {0: "batch"}},
+                 description="Wav2Vec2-style: wav2vec2-base's 7-layer conv feature encoder at 64 channels, 2 transformer "
+                             "layers of hidden 96, 1 s of 16 kHz audio"),
+        ZooEntry(name="crnn", factory=LazyFactory(".crnn:build"), inputs=[("x", (1, 1, 32, 128), "float32")],
+                 dynamic={"x": {0: "batch"}},
+                 description="CRNN text-line recogniser: 4 conv-BN-ReLU-pool stages, bidirectional LSTM (hidden 64), "
+                             "37 CTC classes per 4-pixel column"),
+    ]
+}
+
+
 def get(name: str) -> ZooEntry:
-    """The zoo (extra, or real-size) entry called `name`; KeyError naming the known models otherwise."""
-    entry = ZOO.get(name) or EXTRA.get(name) or REALSIZE.get(name)
+    """The zoo (extra, real-size or coverage) entry called `name`; KeyError naming the known models otherwise."""
+    entry = ZOO.get(name) or EXTRA.get(name) or REALSIZE.get(name) or COVERAGE.get(name)
     if entry is None:
-        raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(sorted(ZOO) + sorted(EXTRA) + sorted(REALSIZE))}")
+        known = sorted(ZOO) + sorted(EXTRA) + sorted(REALSIZE) + sorted(COVERAGE)
+        raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(known)}")
     return entry
 
 

@@ -9,6 +9,7 @@ file is downloaded. Attention is "eager" (MatMul / Softmax in the graph, not a f
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import torch
@@ -52,12 +53,16 @@ def _offline_transformers():
 
 def _build(model_class: str, config_class: str, wrapper: type[nn.Module], model_kwargs: dict | None = None,
            **config) -> nn.Module:
-    """`model_class(config_class(**config), **model_kwargs)` with seeded random weights, wrapped, in eval mode."""
+    """`model_class(config_class(**config), **model_kwargs)` with seeded random weights, wrapped, in eval mode.
+
+    model_class is a name in `transformers` or "module:Class" for one it does not export (an encoder alone)."""
     transformers = _offline_transformers()
     cfg = getattr(transformers, config_class)(**config)
     cfg._attn_implementation = "eager"
+    module_name, _, class_name = model_class.rpartition(":")
+    owner = importlib.import_module(module_name) if module_name else transformers
     with seeded(0), torch.no_grad():
-        net = getattr(transformers, model_class)(cfg, **(model_kwargs or {}))
+        net = getattr(owner, class_name)(cfg, **(model_kwargs or {}))
     return wrapper(net).eval()
 
 

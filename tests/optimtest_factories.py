@@ -116,3 +116,33 @@ def not_a_module():
 
 
 NOT_CALLABLE = 42
+
+
+class SampleRateSwitch(nn.Module):
+    """forward(x, sr: int): a voice-activity-style front end whose convolution depends on the sample rate;
+    `--arg sr=...` bakes the int into the graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv16k = nn.Conv1d(1, 4, 5, stride=2, padding=2)
+        self.conv8k = nn.Conv1d(1, 4, 3, padding=1)
+
+    def forward(self, x, sr: int):
+        if sr == 16000:
+            return torch.relu(self.conv16k(x))
+        return torch.sigmoid(self.conv8k(x))
+
+
+def sample_rate_switch():
+    torch.manual_seed(0)
+    return SampleRateSwitch().eval()
+
+
+class SampleRateTensor(SampleRateSwitch):
+    """The same switch on a 0-d tensor (`--input sr=16000:int64`): scripted, the branch becomes an ONNX If."""
+
+    def forward(self, x, sr: torch.Tensor):
+        if bool(sr == 16000):
+            return torch.relu(self.conv16k(x))[:, :, :8]
+        return torch.sigmoid(self.conv8k(x))[:, :, :8]
+

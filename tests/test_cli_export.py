@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 import optimtest_factories as factories
 from optim.cli import main
-from optim.models import REALSIZE
+from optim.models import COVERAGE, REALSIZE
 
-ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE])
+ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE, *COVERAGE])
 REPORT_KEYS = {"output", "check", "max_abs", "max_rel", "tolerance", "atol", "rtol", "passed", "problem"}
 
 
@@ -211,7 +211,7 @@ def test_zoo_model_default_exporter_json_fields(tmp_path):
     result = optim_export("mlp", "-o", out, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert set(report) == {"path", "kind", "exporter", "opset", "inputs", "outputs", "report"}
+    assert set(report) == {"path", "kind", "exporter", "opset", "inputs", "outputs", "report", "baked_args"}
     assert (report["path"], report["kind"], report["exporter"], report["opset"]) == (str(out), "zoo", "dynamo", 18)
     assert report["inputs"] == [{"name": "x", "shape": ["batch", 64], "dtype": "float32"}]
     assert report["outputs"] == [{"name": "output", "shape": ["batch", 10], "dtype": "float32"}]

@@ -66,6 +66,10 @@ def test_parse_input_spec_reads_sizes_names_and_dtypes():
     ("x:1x$x3", "dimension '$'"),
     ("x:1xx3", "dimension ''"),
     ("x:1x3:float8", "dtype 'float8' is not one of float32"),
+    ("sr=abc:int64", "'abc' is not a number or true/false"),
+    ("sr=1.5:int64", "'1.5' does not fit int64"),
+    ("sr=1:complex", "dtype 'complex' is not one of"),
+    ("=1", "a scalar input is NAME=VALUE[:DTYPE], e.g. sr=16000:int64"),
 ])
 def test_bad_input_specs_raise_one_sentence_naming_the_problem(text, says):
     with pytest.raises(ExportError) as info:

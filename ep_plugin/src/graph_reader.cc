@@ -99,6 +99,21 @@ std::vector<const OrtValueInfo*> node_values(const OrtNode* n, bool inputs) {
   return v;
 }
 
+// The outer-scope values a node's subgraphs read; only If/Loop/Scan have any.
+std::vector<const OrtValueInfo*> implicit_inputs(const OrtNode* n) {
+  size_t count = 0;
+  OPTIM_CHECK(ort().Node_GetNumImplicitInputs(n, &count));
+  std::vector<const OrtValueInfo*> v(count, nullptr);
+  if (count) OPTIM_CHECK(ort().Node_GetImplicitInputs(n, v.data(), count));
+  return v;
+}
+
+std::string value_name(const OrtValueInfo* vi) {
+  const char* name = nullptr;
+  if (vi) OPTIM_CHECK(ort().GetValueInfoName(vi, &name));
+  return name ? name : "";
+}
+
 }  // namespace
 
 Tensor copy_tensor(const OrtValue* v, size_t max_bytes) {
@@ -173,6 +188,7 @@ ReadGraph read_graph(const OrtGraph* g, size_t max_constant_bytes) {
     OPTIM_CHECK(ort().Node_GetSinceVersion(on, &node.since_version));
     for (auto* vi : node_values(on, true)) node.inputs.push_back(remember(vi));
     for (auto* vi : node_values(on, false)) node.outputs.push_back(remember(vi));
+    for (auto* vi : implicit_inputs(on)) node.implicit_inputs.push_back(value_name(vi));
     size_t n_attr = 0;
     OPTIM_CHECK(ort().Node_GetNumAttributes(on, &n_attr));
     std::vector<const OrtOpAttr*> attrs(n_attr);

@@ -147,10 +147,11 @@ std::vector<size_t> topo_order(const Graph& g) {
   std::vector<size_t> indeg(g.nodes.size(), 0);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     std::set<size_t> deps;
-    for (const auto& in : g.nodes[i].inputs) {
-      auto it = producer.find(in);
-      if (!in.empty() && it != producer.end() && it->second != i) deps.insert(it->second);
-    }
+    for (const auto* names : {&g.nodes[i].inputs, &g.nodes[i].implicit_inputs})
+      for (const auto& in : *names) {
+        auto it = producer.find(in);
+        if (!in.empty() && it != producer.end() && it->second != i) deps.insert(it->second);
+      }
     indeg[i] = deps.size();
     for (size_t d : deps) users[d].push_back(i);
   }

@@ -63,6 +63,8 @@ struct Node {
   int since_version = 0;
   std::vector<std::string> inputs;  // "" for an omitted optional input
   std::vector<std::string> outputs;
+  // Values of this graph that a control-flow node's subgraphs read (If/Loop/Scan): dependencies like inputs.
+  std::vector<std::string> implicit_inputs;
   std::map<std::string, Attr> attrs;
 
   bool has_attr(const std::string& n) const { return attrs.count(n) != 0; }

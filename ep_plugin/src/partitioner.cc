@@ -7,6 +7,15 @@
 #include "ops/op.h"
 
 namespace optim {
+namespace {
+
+// If/Loop/Scan stay with ONNX Runtime: its control-flow kernels run the subgraphs, and it offers each
+// subgraph's nodes to OptimEP in a GetCapability call of their own (outer-scope values arrive as inputs).
+bool is_control_flow(const Node& n) {
+  return (n.domain.empty() || n.domain == "ai.onnx") && (n.op == "If" || n.op == "Loop" || n.op == "Scan");
+}
+
+}  // namespace
 
 // Nodes are visited in topological order. A supported node joins the groups of its supported
 // producers, merging them, except a group from which some path reaches the node through a node
@@ -23,7 +32,11 @@ Partition partition_graph(const Graph& g, size_t min_group_nodes) {
       if (!o.empty()) producer[o] = i;
 
   std::vector<std::string> reason(n_nodes);
-  for (size_t i = 0; i < n_nodes; ++i) reason[i] = why_unsupported(g.nodes[i], g);
+  for (size_t i = 0; i < n_nodes; ++i)
+    reason[i] = is_control_flow(g.nodes[i])
+                    ? "control flow stays with ONNX Runtime's CPU EP, which runs the " + g.nodes[i].op +
+                          "'s subgraph(s); their nodes are offered to OptimEP separately"
+                    : why_unsupported(g.nodes[i], g);
   // A plan computes its shapes before it runs: a value that decides a claimed node's output shape must
   // come from outside the partition (a graph input, a constant, or the CPU EP), never from a step of it.
   for (size_t i = 0; i < n_nodes; ++i) {
@@ -47,13 +60,16 @@ Partition partition_graph(const Graph& g, size_t min_group_nodes) {
   for (size_t i : topo_order(g)) {
     const Node& node = g.nodes[i];
     std::set<int> left_before, candidates;
-    for (const auto& in : node.inputs) {
-      auto it = producer.find(in);
-      if (in.empty() || it == producer.end()) continue;
-      const size_t pi = it->second;
-      for (int c : left[pi]) left_before.insert(find(c));
-      if (group[pi] >= 0) candidates.insert(find(group[pi]));
-    }
+    // A control-flow node depends on what its subgraphs read from this graph (implicit inputs) too:
+    // missing those edges would fuse a producer of such a value with a reader of the node's outputs.
+    for (const auto* names : {&node.inputs, &node.implicit_inputs})
+      for (const auto& in : *names) {
+        auto it = producer.find(in);
+        if (in.empty() || it == producer.end()) continue;
+        const size_t pi = it->second;
+        for (int c : left[pi]) left_before.insert(find(c));
+        if (group[pi] >= 0) candidates.insert(find(group[pi]));
+      }
     int chosen = -1;
     if (reason[i].empty()) {
       for (int c : candidates) {

@@ -26,6 +26,7 @@ from .accuracy import OutputAccuracy, Reference
 from .backend import ACTIVATION_TYPES, METHODS, StaticQuantizer, quantize_dynamic_model, quantized_op_types
 from .calibration import CalibrationError, load_calibration, random_calibration
 from .fallback import search
+from .qdq_opset import QDQ_OPSET, raise_to_qdq_opset
 from .target import parse_target
 
 # Ops whose presence means the model is quantized already.
@@ -50,6 +51,7 @@ class QuantizeResult:
     warnings: list[str] = field(default_factory=list)
     op_types: list[str] | None = None  # the op types quantized (None: every type onnxruntime can)
     fallback: dict | None = None  # with a target: FallbackResult.to_dict()
+    opset_converted_from: int | None = None  # the model's opset when it had to be raised to 13 first
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -175,6 +177,9 @@ def quantize(
     notes: list[str] = []
     calib_batches, eval_batches = _batches(float_model, dynamic, calibration, calibration_random, evaluation, shapes,
                                            say, notes)
+    float_model, converted_from = raise_to_qdq_opset(float_model, (eval_batches or calib_batches or [None])[0])
+    if converted_from is not None:
+        say(f"converted the model from opset {converted_from} to {QDQ_OPSET} (int8 QDQ needs it); outputs unchanged")
 
     fallback = None
     with tempfile.TemporaryDirectory(prefix="optim-quantize-") as tmp:
@@ -211,4 +216,4 @@ def quantize(
         activation_type=None if dynamic else activation_type, calibration_batches=len(calib_batches),
         evaluation_batches=len(eval_batches), random_calibration=bool(calibration_random and not dynamic and calibration is None),
         excluded=excluded, accuracy=accuracy, placement=where, seconds=time.perf_counter() - t0, warnings=notes,
-        op_types=op_types, fallback=fallback)
+        op_types=op_types, fallback=fallback, opset_converted_from=converted_from)

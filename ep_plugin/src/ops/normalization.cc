@@ -1,4 +1,4 @@
-// Normalizations on float32: BatchNormalization (inference), LayerNormalization, Softmax.
+// Normalizations on float32: BatchNormalization (inference), InstanceNormalization, LayerNormalization, Softmax.
 #include <algorithm>
 #include <cmath>
 
@@ -42,6 +42,30 @@ double row_sum(const float* __restrict x, int64_t n, float center) {
   return s;
 }
 
+// Throws unless inputs 1.. each hold one value per channel (dim 1) of input 0; names[i] names input i.
+void require_per_channel(const std::vector<const Shape*>& in, const std::vector<const char*>& names) {
+  const Shape& x = *in[0];
+  for (size_t i = 1; i < names.size(); ++i)
+    if (shape_numel(*in[i]) != x[1])
+      throw Error(std::string(names[i]) + " " + shape_str(*in[i]) + " does not match the " + std::to_string(x[1]) +
+                  " channels of " + names[0] + " " + shape_str(x));
+}
+
+// Calls plane(p, inner) for each (n, c) plane p of x (inner elements each): one task per plane when x is
+// large enough to be worth ORT's thread pool, else all planes in one task.
+template <typename F>
+void for_each_plane(const RunContext& rc, const Shape& xs, F plane) {
+  int64_t inner = 1;
+  for (size_t i = 2; i < xs.size(); ++i) inner *= xs[i];
+  const int64_t planes = xs[0] * xs[1];
+  const bool split = planes * inner > (1 << 15);
+  rc.parallel_for(split ? static_cast<size_t>(planes) : 1, [&](size_t t) {
+    const int64_t p0 = split ? static_cast<int64_t>(t) : 0;
+    const int64_t p1 = split ? p0 + 1 : planes;
+    for (int64_t p = p0; p < p1; ++p) plane(p, inner);
+  });
+}
+
 // BatchNormalization (inference) as y = x * a[c] + b[c], with a and b folded from scale/B/mean/var on
 // each run (C values, negligible next to the pass over x), so the parameters may be computed upstream.
 class BatchNormImpl : public Op {
@@ -51,11 +75,7 @@ class BatchNormImpl : public Op {
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape& x = *in[0];
     if (x.size() < 2) throw Error("X " + shape_str(x) + " has no channel dim");
-    static const char* names[] = {"", "scale", "B", "input_mean", "input_var"};
-    for (size_t i = 1; i < 5; ++i)
-      if (shape_numel(*in[i]) != x[1])
-        throw Error(std::string(names[i]) + " " + shape_str(*in[i]) + " does not match the " + std::to_string(x[1]) +
-                    " channels of X " + shape_str(x));
+    require_per_channel(in, {"X", "scale", "B", "input_mean", "input_var"});
     return {x};
   }
 
@@ -68,21 +88,13 @@ class BatchNormImpl : public Op {
       a[i] = scale[i] / std::sqrt(var[i] + eps_);
       b[i] = bias[i] - mean[i] * a[i];
     }
-    int64_t inner = 1;
-    for (size_t i = 2; i < xs.size(); ++i) inner *= xs[i];
-    const int64_t planes = xs[0] * c;
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
-    const bool split = planes * inner > (1 << 15);
-    rc.parallel_for(split ? static_cast<size_t>(planes) : 1, [&](size_t t) {
-      const int64_t p0 = split ? static_cast<int64_t>(t) : 0;
-      const int64_t p1 = split ? p0 + 1 : planes;
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t ch = p % c;
-        // y = x * a + b: one multiply pass then one add pass through the vector kernels.
-        rc.kernels.binary_vs(kernels::BinaryOp::kMul, x + p * inner, a[ch], y + p * inner, inner);
-        rc.kernels.binary_vs(kernels::BinaryOp::kAdd, y + p * inner, b[ch], y + p * inner, inner);
-      }
+    for_each_plane(rc, xs, [&](int64_t p, int64_t inner) {
+      const int64_t ch = p % c;
+      // y = x * a + b: one multiply pass then one add pass through the vector kernels.
+      rc.kernels.binary_vs(kernels::BinaryOp::kMul, x + p * inner, a[ch], y + p * inner, inner);
+      rc.kernels.binary_vs(kernels::BinaryOp::kAdd, y + p * inner, b[ch], y + p * inner, inner);
     });
   }
 
@@ -146,6 +158,44 @@ class LayerNormImpl : public Op {
     return inner;
   }
   int64_t axis_;
+  float eps_;
+};
+
+// InstanceNormalization: each (n, c) plane normalized by its own mean and variance, then scale[c] and B[c]
+// (a GroupNorm with one channel per group exports as this: Wav2Vec2's first feature-encoder layer).
+class InstanceNormImpl : public Op {
+ public:
+  explicit InstanceNormImpl(float eps) : eps_(eps) {}
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    if (x.size() < 3) throw Error("input " + shape_str(x) + " needs a channel dim and at least one spatial dim");
+    require_per_channel(in, {"input", "scale", "B"});
+    return {x};
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const int64_t c = (*in[0].shape)[1];
+    const float *x = in[0].as<float>(), *scale = in[1].as<float>(), *bias = in[2].as<float>();
+    float* y = out[0].as<float>();
+    for_each_plane(rc, *in[0].shape, [&](int64_t p, int64_t inner) {
+      if (inner == 0) return;  // an empty plane has no first value to sum around, and nothing to write
+      const float* xp = x + p * inner;
+      // Summed around the plane's first value, not 0: float partial sums of a large mean would lose the
+      // digits of a small spread. The float mean's rounding (delta) is folded into the bias below.
+      const double mean = xp[0] + row_sum<1>(xp, inner, xp[0]) / static_cast<double>(inner);
+      const float m = static_cast<float>(mean);
+      const double delta = mean - m;
+      const double var = std::max(0.0, row_sum<2>(xp, inner, m) / static_cast<double>(inner) - delta * delta);
+      const double a = scale[p % c] / std::sqrt(var + eps_);
+      const float af = static_cast<float>(a), b = static_cast<float>(bias[p % c] - delta * a);
+      float* yp = y + p * inner;
+      // Centred first (not x * a + b): x - m is exact where it matters, x * a would round before the sum.
+      for (int64_t i = 0; i < inner; ++i) yp[i] = (xp[i] - m) * af + b;
+    });
+  }
+
+ private:
   float eps_;
 };
 
@@ -220,11 +270,19 @@ std::string check_layernorm(const Node& n, const Graph& g) {
 
 std::string check_softmax(const Node& n, const Graph& g) { return require_float(g, n, 0); }
 
+std::string check_instancenorm(const Node& n, const Graph& g) {
+  if (n.num_inputs() < 3) return "InstanceNormalization needs 3 inputs";
+  return require_float_inputs(g, n);
+}
+
 std::unique_ptr<Op> create_batchnorm(const Node& n, const Graph&) {
   return std::make_unique<BatchNormImpl>(n.attr_f("epsilon", 1e-5f));
 }
 std::unique_ptr<Op> create_layernorm(const Node& n, const Graph&) {
   return std::make_unique<LayerNormImpl>(n.attr_i("axis", -1), n.attr_f("epsilon", 1e-5f));
+}
+std::unique_ptr<Op> create_instancenorm(const Node& n, const Graph&) {
+  return std::make_unique<InstanceNormImpl>(n.attr_f("epsilon", 1e-5f));
 }
 std::unique_ptr<Op> create_softmax(const Node& n, const Graph&) {
   const bool old = n.since_version < 13;
@@ -236,6 +294,7 @@ std::unique_ptr<Op> create_softmax(const Node& n, const Graph&) {
 std::vector<OpDef> normalization_op_defs() {
   return {
       {"BatchNormalization", 9, 15, check_batchnorm, create_batchnorm},
+      {"InstanceNormalization", 6, 22, check_instancenorm, create_instancenorm},
       {"LayerNormalization", 17, 17, check_layernorm, create_layernorm},
       {"Softmax", 1, 13, check_softmax, create_softmax},
   };
