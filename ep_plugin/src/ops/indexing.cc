@@ -121,12 +121,7 @@ std::string check_concat(const Node& n, const Graph& g) {
   return "";
 }
 
-std::string check_gather(const Node& n, const Graph& g) {
-  const ValueInfo* idx = g.value(n.inputs[1]);
-  if (idx && idx->dtype != DType::kInt64 && idx->dtype != DType::kInt32)
-    return "indices '" + n.inputs[1] + "' are " + dtype_name(idx->dtype) + ", not int64 or int32";
-  return require_fixed_size(g, n, 0);
-}
+std::string check_gather(const Node& n, const Graph& g) { return require_indices_and_data(g, n); }
 
 std::string check_expand(const Node& n, const Graph& g) {
   const ValueInfo* s = g.value(n.inputs[1]);

@@ -130,6 +130,9 @@ std::string require_float_inputs(const Graph& g, const Node& n);
 // "" when input `input_index` is absent or a tensor of fixed-size elements (data movement is
 // type-blind), else the reason.
 std::string require_fixed_size(const Graph& g, const Node& n, size_t input_index);
+// The Gather family's check: "" when input 1 (indices) is int64 or int32 and input 0 moves fixed-size
+// elements, else the reason.
+std::string require_indices_and_data(const Graph& g, const Node& n);
 // Normalizes a possibly negative axis against a rank; throws Error when out of range.
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* what);
 // Multi-directional (numpy) broadcast of two shapes; throws Error naming both when incompatible.

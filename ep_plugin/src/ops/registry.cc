@@ -10,6 +10,7 @@ std::vector<OpDef> cast_op_defs();
 std::vector<OpDef> conv_op_defs();
 std::vector<OpDef> conv_transpose_op_defs();
 std::vector<OpDef> elementwise_op_defs();
+std::vector<OpDef> gather_indexed_op_defs();
 std::vector<OpDef> indexing_op_defs();
 std::vector<OpDef> logical_op_defs();
 std::vector<OpDef> math_op_defs();
@@ -29,8 +30,8 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph);  /
 const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
-    for (auto part : {cast_op_defs, conv_op_defs, conv_transpose_op_defs, elementwise_op_defs, indexing_op_defs,
-                      logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs, pad_op_defs, pool_op_defs,
+    for (auto part : {cast_op_defs, conv_op_defs, conv_transpose_op_defs, elementwise_op_defs, gather_indexed_op_defs,
+                      indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs, pad_op_defs, pool_op_defs,
                       quantize_op_defs, reduce_op_defs, resize_op_defs, shape_op_defs, shape_source_op_defs,
                       slice_op_defs, split_tile_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
@@ -102,6 +103,13 @@ std::string require_fixed_size(const Graph& g, const Node& n, size_t input_index
   if (!v || (dtype_size(v->dtype) > 0 && v->dtype != DType::kString)) return "";
   return std::string("input '") + n.inputs[input_index] + "' is " + dtype_name(v->dtype) + " (OptimEP's " + n.op +
          " moves fixed-size elements)";
+}
+
+std::string require_indices_and_data(const Graph& g, const Node& n) {
+  const ValueInfo* idx = g.value(n.inputs[1]);
+  if (idx && idx->dtype != DType::kInt64 && idx->dtype != DType::kInt32)
+    return "indices '" + n.inputs[1] + "' are " + dtype_name(idx->dtype) + ", not int64 or int32";
+  return require_fixed_size(g, n, 0);
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) {
