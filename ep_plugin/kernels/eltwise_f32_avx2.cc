@@ -28,20 +28,7 @@ inline __m256 unary_ps(UnaryOp op, __m256 x) {
     case UnaryOp::kExp: return exp_ps(x);
     case UnaryOp::kErf: return erf_ps(x);
     case UnaryOp::kSigmoid: return sigmoid_ps(x);
-    case UnaryOp::kTanh: {
-      // 2*sigmoid(2x) - 1, and near 0 (where that loses relative precision) the Taylor series.
-      const __m256 two = _mm256_set1_ps(2.f);
-      const __m256 big = _mm256_fmsub_ps(two, sigmoid_ps(_mm256_mul_ps(two, x)), _mm256_set1_ps(1.f));
-      const __m256 x2 = _mm256_mul_ps(x, x);
-      __m256 t = _mm256_set1_ps(-1382.f / 155925.f);
-      t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(62.f / 2835.f));
-      t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-17.f / 315.f));
-      t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(2.f / 15.f));
-      t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-1.f / 3.f));
-      const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(t, x2), x, x);
-      const __m256 near0 = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), x), _mm256_set1_ps(0.5f), _CMP_LT_OQ);
-      return _mm256_blendv_ps(big, small, near0);  // NaN: the comparison fails, big keeps it
-    }
+    case UnaryOp::kTanh: return tanh_ps(x);
     case UnaryOp::kGelu:  // 0.5 x (1 + erf(x / sqrt 2))
       return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x),
                            _mm256_add_ps(_mm256_set1_ps(1.f), erf_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.70710678118654752f)))));

@@ -181,6 +181,7 @@ using BinaryVVFn = void (*)(BinaryOp op, const float* a, const float* b, float* 
 using BinaryVSFn = void (*)(BinaryOp op, const float* a, float b, float* out, int64_t n);
 using BinarySVFn = void (*)(BinaryOp op, float a, const float* b, float* out, int64_t n);
 using UnaryFn = void (*)(UnaryOp op, const float* x, float* y, int64_t n);
+float unary_one(UnaryOp op, float x);  // one element of the scalar reference (eltwise_f32_scalar.cc)
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
 
 // --- more element-wise float32: rounding, Softplus/Elu, trigonometry, powers, Max/Min (ops/math_ops.cc) ---
@@ -198,6 +199,39 @@ using MathBinaryFn = void (*)(MathBinaryOp op, const float* a, int64_t sa, const
 
 // --- col2im's inner loop (ConvTranspose): y[i * stride] += x[i] for i < n, the strided positions only ----------
 using Col2imRowFn = void (*)(const float* x, float* y, int64_t stride, int64_t n);
+
+// --- recurrent cells: one LSTM / GRU step's gate math for a run of hidden units (ops/rnn.cc) -------------
+// Gate pre-activations lie in chunks of kRnnChunk hidden units with every gate of a chunk side by side: gate g
+// of unit u at p[(u / kRnnChunk) * stride + g * kRnnChunk + u % kRnnChunk] (stride = gates * kRnnChunk), so the
+// GEMM panels of a run of chunks hold all the gates of its units. Plain vectors (h_prev, c, h, hh, peepholes)
+// hold unit u at [u]. Per unit, with s = sigmoid and clip(v) = min(max(v, -clip), clip):
+//   kLstm (x, hr: i o f c): i = s(clip(x_i + hr_i + p_i c)); f = 1 - i with input_forget, else
+//     s(clip(x_f + hr_f + p_f c)); c' = f c + i tanh(clip(x_c + hr_c)); o = s(clip(x_o + hr_o + p_o c'));
+//     h = o tanh(c'); c is updated in place, peepholes (p_*) are optional.
+//   kGruLinear (x, hr: z r h; linear_before_reset): z = s(clip(x_z + hr_z)), r = s(clip(x_r + hr_r)),
+//     n = tanh(clip(x_h + r hr_h)), h = n + z (h_prev - n).
+//   kGruReset (x: z r h, hr: z r): h = s(clip(x_r + hr_r)) h_prev, the reset state that R_h multiplies next.
+//   kGruUpdate (x: z r h, hr: z r, hh = (reset state) R_h^T): z = s(clip(x_z + hr_z)), n = tanh(clip(x_h + hh)),
+//     h = n + z (h_prev - n).
+constexpr int64_t kRnnChunk = kSgemmNR;
+enum class RnnCell { kLstm = 0, kGruLinear, kGruReset, kGruUpdate };
+struct RnnCellArgs {
+  int64_t n = 0;  // units [0, n) from a chunk's start; every pointer is at unit 0
+  const float* x = nullptr;  // input projection (biases included)
+  int64_t x_stride = 0;
+  const float* hr = nullptr;  // recurrent projection
+  int64_t hr_stride = 0;
+  const float* hh = nullptr;
+  const float* p_i = nullptr;
+  const float* p_o = nullptr;
+  const float* p_f = nullptr;
+  const float* h_prev = nullptr;
+  float* c = nullptr;
+  float* h = nullptr;
+  float clip = __builtin_inff();
+  bool input_forget = false;
+};
+using RnnCellFn = void (*)(RnnCell cell, const RnnCellArgs& a);
 
 // --- NHWC convolution as a GEMM: rows are output pixels, columns output channels --------------------
 // Row m of A is output pixel m, images one after another (m = (img * oh + oy) * ow + ox). At kernel tap t
@@ -331,6 +365,7 @@ struct KernelTable {
   Kernel<MathUnaryFn> math_unary;
   Kernel<MathBinaryFn> math_binary;
   Kernel<Col2imRowFn> col2im_row;
+  Kernel<RnnCellFn> rnn_cell;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
   Kernel<QAddFn> qadd;

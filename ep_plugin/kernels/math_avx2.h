@@ -1,6 +1,6 @@
-// AVX2 transcendental building blocks shared by the element-wise and activation kernels: exp, erf and
-// sigmoid on 8 floats (polynomial approximations; relative error about 1e-7 for exp, absolute about 1e-7
-// for erf). Included only by files compiled with -mavx2 -mfma.
+// AVX2 transcendental building blocks shared by the element-wise, activation and recurrent-cell kernels:
+// exp, erf, sigmoid and tanh on 8 floats (polynomial approximations; relative error about 1e-7 for exp,
+// absolute about 1e-7 for erf). Included only by files compiled with -mavx2 -mfma.
 #pragma once
 
 #include <immintrin.h>
@@ -74,6 +74,21 @@ inline __m256 erf_ps(__m256 x) {
 inline __m256 sigmoid_ps(__m256 x) {
   // 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving exactly 0.
   return _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(_mm256_set1_ps(1.f), exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+// tanh(x) = 2 sigmoid(2x) - 1, and near 0 (where that loses relative precision) the Taylor series.
+inline __m256 tanh_ps(__m256 x) {
+  const __m256 two = _mm256_set1_ps(2.f);
+  const __m256 big = _mm256_fmsub_ps(two, sigmoid_ps(_mm256_mul_ps(two, x)), _mm256_set1_ps(1.f));
+  const __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 t = _mm256_set1_ps(-1382.f / 155925.f);
+  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(62.f / 2835.f));
+  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-17.f / 315.f));
+  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(2.f / 15.f));
+  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-1.f / 3.f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(t, x2), x, x);
+  const __m256 near0 = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), x), _mm256_set1_ps(0.5f), _CMP_LT_OQ);
+  return _mm256_blendv_ps(big, small, near0);  // NaN: the comparison fails, big keeps it
 }
 
 // One activation (kernel_table.h, ActivationFn's operations) on 8 floats: activation_avx2.cc's loop body

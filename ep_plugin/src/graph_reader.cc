@@ -64,16 +64,33 @@ Attr read_attr(const OrtOpAttr* a) {
       break;
     case ORT_OP_ATTR_INTS:
     case ORT_OP_ATTR_FLOATS:
-    case ORT_OP_ATTR_STRING: {
+    case ORT_OP_ATTR_STRING:
+    case ORT_OP_ATTR_STRINGS: {
       // First call reports the size needed (and fails when the buffer is too small).
       OrtStatus* st = ort().ReadOpAttr(a, out.type, nullptr, 0, &need);
       if (st) ort().ReleaseStatus(st);
+      st = nullptr;
       if (out.type == ORT_OP_ATTR_INTS) {
         out.ints.resize(need / sizeof(int64_t));
         if (need) OPTIM_CHECK(ort().ReadOpAttr(a, out.type, out.ints.data(), need, &need));
       } else if (out.type == ORT_OP_ATTR_FLOATS) {
         out.floats.resize(need / sizeof(float));
         if (need) OPTIM_CHECK(ort().ReadOpAttr(a, out.type, out.floats.data(), need, &need));
+      } else if (out.type == ORT_OP_ATTR_STRINGS) {
+        // One buffer, each string ending in '\0'. An ORT that cannot read lists leaves `strings` empty: the
+        // ops that read one refuse an empty list rather than take it for the default.
+        std::string all(need, '\0');
+        if (need) st = ort().ReadOpAttr(a, out.type, all.data(), need, &need);
+        if (st) {
+          ort().ReleaseStatus(st);
+          break;
+        }
+        for (size_t at = 0; at < all.size() && at < need;) {
+          const size_t end = all.find('\0', at);
+          out.strings.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+          if (end == std::string::npos) break;
+          at = end + 1;
+        }
       } else {
         out.s.resize(need);
         if (need) OPTIM_CHECK(ort().ReadOpAttr(a, out.type, out.s.data(), need, &need));
@@ -86,7 +103,7 @@ Attr read_attr(const OrtOpAttr* a) {
       read_tensor_attr(a, &out.tensor);
       break;
     default:
-      break;  // graphs, string lists: kept as type only; ops that need them are not claimed
+      break;  // graphs: kept as type only; ops that need them are not claimed
   }
   return out;
 }

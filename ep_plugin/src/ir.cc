@@ -114,6 +114,11 @@ std::vector<int64_t> Node::attr_ints(const std::string& n, const std::vector<int
   return it == attrs.end() ? dflt : it->second.ints;
 }
 
+std::vector<std::string> Node::attr_strings(const std::string& n) const {
+  auto it = attrs.find(n);
+  return it == attrs.end() ? std::vector<std::string>{} : it->second.strings;
+}
+
 const Tensor* Node::attr_tensor(const std::string& n) const {
   auto it = attrs.find(n);
   return it == attrs.end() || it->second.type != ORT_OP_ATTR_TENSOR ? nullptr : &it->second.tensor;

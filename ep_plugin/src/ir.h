@@ -53,6 +53,7 @@ struct Attr {
   std::string s;
   std::vector<int64_t> ints;
   std::vector<float> floats;
+  std::vector<std::string> strings;  // ORT_OP_ATTR_STRINGS (the recurrent ops' activations)
   Tensor tensor;  // ORT_OP_ATTR_TENSOR (ConstantOfShape's value): copied when small, else dtype and shape only
 };
 
@@ -72,6 +73,7 @@ struct Node {
   float attr_f(const std::string& n, float dflt) const;
   std::string attr_s(const std::string& n, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const std::string& n, const std::vector<int64_t>& dflt = {}) const;
+  std::vector<std::string> attr_strings(const std::string& n) const;  // empty when absent
   // A tensor attribute, or nullptr when the node has none of that name.
   const Tensor* attr_tensor(const std::string& n) const;
   // "Conv 'conv1'" for error messages.

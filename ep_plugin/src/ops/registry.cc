@@ -21,6 +21,7 @@ std::vector<OpDef> pool_op_defs();
 std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> resize_op_defs();
+std::vector<OpDef> rnn_op_defs();
 std::vector<OpDef> shape_op_defs();
 std::vector<OpDef> shape_source_op_defs();
 std::vector<OpDef> slice_op_defs();
@@ -31,8 +32,9 @@ const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
     for (auto part : {cast_op_defs, conv_op_defs, conv_transpose_op_defs, elementwise_op_defs, gather_indexed_op_defs,
-                      indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs, pad_op_defs, pool_op_defs,
-                      quantize_op_defs, reduce_op_defs, resize_op_defs, shape_op_defs, shape_source_op_defs,
+                      indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs,
+                      pad_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, resize_op_defs, rnn_op_defs,
+                      shape_op_defs, shape_source_op_defs,
                       slice_op_defs, split_tile_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
