@@ -144,6 +144,7 @@ for _few in (2, 4):
          {"x": RNG.integers(0, 256, (3, _few, 70000), dtype=np.uint8)}, ["y"], exact=True)
     case(f"transpose_u8_{_few}_first", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1])],
          {"x": RNG.integers(0, 256, (3, 70000, _few), dtype=np.uint8)}, ["y"], exact=True)
+case("transpose_many_small", [N("Transpose", ["x"], ["y"], perm=[0, 2, 1])], {"x": rand(RNG, 5000, 3, 7)}, ["y"], exact=True)
 case("transpose_default", [N("Transpose", ["x"], ["y"])], {"x": rand(RNG, 3, 4, 5)}, ["y"], exact=True)
 case("squeeze_unsqueeze", [N("Unsqueeze", ["x", "a"], ["u"]), N("Squeeze", ["u", "a"], ["y"])], {"x": rand(RNG, 3, 4)}, ["y"],
      {"a": np.array([0, 3], dtype=np.int64)}, exact=True)

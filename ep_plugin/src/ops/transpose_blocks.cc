@@ -24,15 +24,20 @@ void few_cols(const T* src, T* dst, int64_t rows, int64_t i0, int64_t i1) {  // 
 template <typename T, int kFew>
 void run_few(const RunContext& rc, const T* src, T* dst, int64_t batches, int64_t rows, int64_t cols) {
   const bool by_rows = rows == kFew;
-  const int64_t len = by_rows ? cols : rows, per_task = std::max<int64_t>(1, kParallelChunk / kFew);
-  const int64_t chunks = (len + per_task - 1) / per_task;
-  rc.parallel_for(static_cast<size_t>(batches * chunks), [&](size_t t) {
-    const int64_t m = static_cast<int64_t>(t) / chunks, a = static_cast<int64_t>(t) % chunks * per_task;
-    const int64_t b = std::min(len, a + per_task);
-    const T* s = src + m * rows * cols;
-    T* d = dst + m * rows * cols;
-    if (by_rows) few_rows<T, kFew>(s, d, cols, a, b);
-    else few_cols<T, kFew>(s, d, rows, a, b);
+  const int64_t len = by_rows ? cols : rows, total = batches * len;
+  const int64_t per_task = std::max<int64_t>(1, kParallelChunk / kFew), tasks = (total + per_task - 1) / per_task;
+  // Tasks over the long dimension of all matrices in a row, so many small matrices share a task.
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    int64_t f = static_cast<int64_t>(t) * per_task;
+    const int64_t f_end = std::min(total, f + per_task);
+    while (f < f_end) {
+      const int64_t m = f / len, a = f % len, b = std::min(len, a + (f_end - f));
+      const T* s = src + m * rows * cols;
+      T* d = dst + m * rows * cols;
+      if (by_rows) few_rows<T, kFew>(s, d, cols, a, b);
+      else few_cols<T, kFew>(s, d, rows, a, b);
+      f += b - a;
+    }
   });
 }
 
