@@ -35,7 +35,7 @@ void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   const ConvF32Epilogue& ep = a.ep;
   const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
   dw_drive<V256>(
-      g, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
+      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
       [&](int64_t m, int64_t j, __m256i k, __m256 acc) {
         if (ep.bias) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.bias + j, k));
         if (ep.residual) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.residual + m * ep.ld_residual + j, k));
@@ -50,7 +50,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
   const QgemmEpilogue& ep = *a.ep;
   dw_drive<V256>(
-      g, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
+      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
       [&](int64_t m, int64_t j, __m256i k, __m256 sums) {
         // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order.
         __m256 real = _mm256_mul_ps(sums, _mm256_maskload_ps(ep.scale_col + j, k));

@@ -29,7 +29,7 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   const ConvF32Epilogue& ep = a.ep;
   const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
   dw_drive<V512>(
-      g, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
+      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
       [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
         if (ep.bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.bias + j));
         if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
@@ -43,7 +43,7 @@ void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
   dw_drive<V512>(
-      g, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
+      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
       [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
         // The sums are exact integers below 2^24: converting them to int32 is exact too.
         const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);

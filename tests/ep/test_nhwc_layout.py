@@ -239,3 +239,32 @@ def test_a_float_image_changes_layout_after_its_quantization():
         sess = session(model, fallback=False, isa=isa)
         assert _ops(_steps(sess))[:3] == ["QuantizeLinear", "ToNhwc", "NhwcQConv"], _steps(sess)
         assert np.abs(sess.run(None, feeds)[0].astype(np.int32) - ref).max() <= 1, isa
+
+
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("channels", [5, 300])
+def test_global_pools_after_a_convolution_sum_chunks_of_pixels(pool, channels):
+    """Conv -> global pool over 23 x 13 pixels (several 64-pixel chunks) and channels past a 256-channel block:
+    channels last, equal to the CPU EP within the float tolerance. A NaN pixel reaches its image's outputs, as in
+    the NCHW form (the witness: ORT's GlobalMaxPool drops NaN where ONNX's definition keeps it)."""
+    model = make_model([N("Conv", ["x", "w"], ["c"], name="conv"), N(pool, ["c"], ["y"], name="pool")],
+                       {"x": (np.float32, [2, 4, 23, 13])}, ["y"], {"w": rand(RNG, channels, 4, 1, 1)})
+    x = rand(RNG, 2, 4, 23, 13)
+    steps = _check(model, {"x": x})
+    assert _ops(steps)[:3] == ["ToNhwc", "NhwcConv", f"Nhwc{pool}"], steps
+    x[1, :, 17, 5] = np.nan
+    for isa in ISAS:
+        nchw = session(model, fallback=False, isa=isa, channels_last="0").run(None, {"x": x})[0]
+        nhwc = session(model, fallback=False, isa=isa, channels_last="1").run(None, {"x": x})[0]
+        assert np.isnan(nhwc[1]).all() and not np.isnan(nhwc[0]).any(), isa
+        assert_close(nhwc, nchw, what=f"{isa} NaN pixel")
+
+
+def test_an_average_pool_window_far_larger_than_its_input_stays_cheap_and_exact():
+    """EfficientNet's head as transformers exports it: AveragePool(kernel 1280, stride 1280, ceil_mode) over a 7 x 7
+    map is a global mean; only the taps inside the input are listed (not 1280 x 1280 of them per pixel)."""
+    model = make_model([N("Conv", ["x", "w"], ["c"], name="conv"),
+                        N("AveragePool", ["c"], ["y"], kernel_shape=[1280, 1280], strides=[1280, 1280], ceil_mode=1, name="pool")],
+                       {"x": (np.float32, [2, 3, 7, 7])}, ["y"], {"w": rand(RNG, 40, 3, 1, 1)})
+    steps = _check(model, {"x": rand(RNG, 2, 3, 7, 7)})
+    assert _ops(steps)[:3] == ["ToNhwc", "NhwcConv", "NhwcAveragePool"], steps

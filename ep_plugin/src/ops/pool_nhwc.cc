@@ -94,7 +94,9 @@ class NhwcPoolImpl : public Op {
     const int64_t tasks = std::clamp<int64_t>(pixels * g.kh * g.kw * g.c >> 16, 1, std::min<int64_t>(pixels, 64));
     const int64_t per = (pixels + tasks - 1) / tasks;
     rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-      std::vector<int64_t> tap(static_cast<size_t>(g.kh * g.kw));
+      // Room for the valid taps only: a window may be far larger than the input (EfficientNet's 1280 x 1280
+      // average over a 7 x 7 map), and no more than h x w of its taps can land inside.
+      std::vector<int64_t> tap(static_cast<size_t>(std::min(g.kh, g.h) * std::min(g.kw, g.w)));
       const int64_t m1 = std::min(pixels, (static_cast<int64_t>(t) + 1) * per);
       for (int64_t m = static_cast<int64_t>(t) * per; m < m1; ++m) {
         const int64_t img = m / (g.oh * g.ow), oy = m / g.ow % g.oh, ox = m % g.ow;
@@ -144,28 +146,37 @@ class NhwcGlobalPoolImpl : public Op {
     const int64_t area = in[0].numel() / (images * c);
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
-    // Channel blocks over the pool: each task reads its columns of every pixel.
-    constexpr int64_t kBlock = 64;
+    if (area == 0) {  // no pixel: the mean of nothing, the max of nothing
+      std::fill(y, y + images * c, kind_ == Kind::kAverage ? std::numeric_limits<float>::quiet_NaN() : lowest<float>());
+      return;
+    }
+    // Channel blocks over the pool: each task reads its columns of every pixel, kChunk pixels per kernel call
+    // (folded in registers), the chunks' sums added in double so that large planes stay accurate.
+    constexpr int64_t kBlock = 256, kChunk = 64;
     const int64_t blocks = (c + kBlock - 1) / kBlock;
     const int64_t tasks = std::clamp<int64_t>(images * area * c / kParallelChunk, 1, images * blocks);
+    int64_t chunk_taps[kChunk];
+    for (int64_t p = 0; p < kChunk; ++p) chunk_taps[p] = p * c;
     rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
       const int64_t per = (images * blocks + tasks - 1) / tasks;
       const int64_t u1 = std::min(images * blocks, (static_cast<int64_t>(t) + 1) * per);
+      float part[kBlock];
+      double sum[kBlock];
       for (int64_t u = static_cast<int64_t>(t) * per; u < u1; ++u) {
-        const int64_t img = u / blocks, c0 = u % blocks * kBlock, c1 = std::min(c, c0 + kBlock);
-        const float* xi = x + img * area * c;
-        if (kind_ == Kind::kAverage) {
-          double sum[kBlock] = {0};  // double keeps large planes accurate
-          for (int64_t p = 0; p < area; ++p)
-            for (int64_t j = c0; j < c1; ++j) sum[j - c0] += xi[p * c + j];
-          for (int64_t j = c0; j < c1; ++j) y[img * c + j] = static_cast<float>(sum[j - c0] / static_cast<double>(area));
-        } else {
-          float mx[kBlock];
-          std::fill(mx, mx + kBlock, -std::numeric_limits<float>::infinity());
-          for (int64_t p = 0; p < area; ++p)
-            for (int64_t j = c0; j < c1; ++j) mx[j - c0] = max_nan(mx[j - c0], xi[p * c + j]);
-          std::copy(mx, mx + (c1 - c0), y + img * c + c0);
+        const int64_t img = u / blocks, c0 = u % blocks * kBlock, n = std::min(c, c0 + kBlock) - c0;
+        const float* xi = x + img * area * c + c0;
+        float* yo = y + img * c + c0;
+        const kernels::PoolOp op = kind_ == Kind::kAverage ? kernels::PoolOp::kSumF32 : kernels::PoolOp::kMaxF32;
+        for (int64_t p0 = 0; p0 < area; p0 += kChunk) {
+          rc.kernels.pool_window(op, xi + p0 * c, chunk_taps, std::min(kChunk, area - p0), p0 ? part : yo, n);
+          if (kind_ == Kind::kAverage) {
+            for (int64_t j = 0; j < n; ++j) sum[j] = p0 ? sum[j] + part[j] : yo[j];
+          } else if (p0) {
+            for (int64_t j = 0; j < n; ++j) yo[j] = max_nan(yo[j], part[j]);
+          }
         }
+        if (kind_ == Kind::kAverage)
+          for (int64_t j = 0; j < n; ++j) yo[j] = static_cast<float>(sum[j] / static_cast<double>(area));
       }
     });
   }
