@@ -35,7 +35,7 @@ void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   const ConvF32Epilogue& ep = a.ep;
   const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
   dw_drive<V256>(
-      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
+      g, {reinterpret_cast<const uint8_t*>(a.x), 4}, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
       [&](int64_t m, int64_t j, __m256i k, __m256 acc) {
         if (ep.bias) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.bias + j, k));
         if (ep.residual) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.residual + m * ep.ld_residual + j, k));
@@ -49,27 +49,45 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
   const QgemmEpilogue& ep = *a.ep;
+  auto finish = [&](int64_t m, int64_t j, __m256i k, __m256 sums) {
+    // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order.
+    __m256 real = _mm256_mul_ps(sums, _mm256_maskload_ps(ep.scale_col + j, k));
+    if (ep.bias_col) real = _mm256_add_ps(real, _mm256_maskload_ps(ep.bias_col + j, k));
+    const int64_t index = m * a.ldc + j;
+    if (ep.out == QuantOut::kFloat32) {
+      _mm256_maskstore_ps(static_cast<float*>(a.c) + index, k, real);
+      return;
+    }
+    const __m128i bytes = bytes8(quantize8(real, ep), ep);
+    uint8_t* c = static_cast<uint8_t*>(a.c) + index;
+    if (g.channels - j >= 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);
+    } else {
+      alignas(16) uint8_t tail[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(tail), bytes);
+      std::memcpy(c, tail, static_cast<size_t>(lanes_of(k)));
+    }
+  };
+  if (a.xq) {
+    const __m256i zero = _mm256_set1_epi32(a.x_zero);
+    const uint8_t* xq = a.xq;
+    const bool s8 = a.x_signed;
+    return dw_drive<V256>(g, {xq, 1}, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i) {
+      __m128i b;
+      if (g.channels - j >= 8) {
+        b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xq + i + j));
+      } else {  // the channels' tail: no byte past the tensor is read
+        alignas(16) uint8_t tail[16] = {};
+        std::memcpy(tail, xq + i + j, static_cast<size_t>(g.channels - j));
+        b = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+      }
+      const __m256i v = s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      return _mm256_cvtepi32_ps(_mm256_sub_epi32(v, zero));
+    }, finish);
+  }
   dw_drive<V256>(
-      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); },
-      [&](int64_t m, int64_t j, __m256i k, __m256 sums) {
-        // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order.
-        __m256 real = _mm256_mul_ps(sums, _mm256_maskload_ps(ep.scale_col + j, k));
-        if (ep.bias_col) real = _mm256_add_ps(real, _mm256_maskload_ps(ep.bias_col + j, k));
-        const int64_t index = m * a.ldc + j;
-        if (ep.out == QuantOut::kFloat32) {
-          _mm256_maskstore_ps(static_cast<float*>(a.c) + index, k, real);
-          return;
-        }
-        const __m128i bytes = bytes8(quantize8(real, ep), ep);
-        uint8_t* c = static_cast<uint8_t*>(a.c) + index;
-        if (g.channels - j >= 8) {
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);
-        } else {
-          alignas(16) uint8_t tail[16];
-          _mm_store_si128(reinterpret_cast<__m128i*>(tail), bytes);
-          std::memcpy(c, tail, static_cast<size_t>(lanes_of(k)));
-        }
-      });
+      g, {reinterpret_cast<const uint8_t*>(a.x), 4}, a.w, m0, m1,
+      [&](int64_t i, int64_t j, __m256i k) { return _mm256_maskload_ps(a.x + i + j, k); }, finish);
 }
 
 }  // namespace optim::kernels

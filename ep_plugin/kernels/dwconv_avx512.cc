@@ -29,7 +29,7 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
   const ConvF32Epilogue& ep = a.ep;
   const __m512 lo = _mm512_set1_ps(ep.lo), hi = _mm512_set1_ps(ep.hi);
   dw_drive<V512>(
-      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
+      g, {reinterpret_cast<const uint8_t*>(a.x), 4}, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
       [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
         if (ep.bias) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.bias + j));
         if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
@@ -42,14 +42,25 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
 void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
+  auto finish = [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
+    // The sums are exact integers below 2^24: converting them to int32 is exact too.
+    const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);
+    const float* bias = a.ep->bias_col ? a.ep->bias_col + j : nullptr;
+    requantize16(acc, scale, bias, k, *a.ep, a.c, m * a.ldc + j);
+  };
+  if (a.xq) {
+    const __m512i zero = _mm512_set1_epi32(a.x_zero);
+    const uint8_t* xq = a.xq;
+    if (a.x_signed)
+      return dw_drive<V512>(g, {xq, 1}, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) {
+        return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, xq + i + j)), zero));
+      }, finish);
+    return dw_drive<V512>(g, {xq, 1}, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) {
+      return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, xq + i + j)), zero));
+    }, finish);
+  }
   dw_drive<V512>(
-      g, a.x, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); },
-      [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
-        // The sums are exact integers below 2^24: converting them to int32 is exact too.
-        const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);
-        const float* bias = a.ep->bias_col ? a.ep->bias_col + j : nullptr;
-        requantize16(acc, scale, bias, k, *a.ep, a.c, m * a.ldc + j);
-      });
+      g, {reinterpret_cast<const uint8_t*>(a.x), 4}, a.w, m0, m1, [&](int64_t i, int64_t j, __mmask16 k) { return _mm512_maskz_loadu_ps(k, a.x + i + j); }, finish);
 }
 
 }  // namespace optim::kernels

@@ -23,6 +23,12 @@ namespace {
 constexpr int64_t kDwMaxTaps = 64;  // larger windows go to the scalar kernel
 constexpr int kDwPixels = 4;        // pixels per step of the general in-row loop
 
+// Where the input lies, for prefetching only (load_x reads it): its first byte and bytes per element.
+struct DwInput {
+  const uint8_t* base;
+  int64_t elem;
+};
+
 // Calls f(std::integral_constant<int, I>) for I = 0 .. N-1, unrolled at compile time: the register arrays
 // below are indexed by constants only, or GCC keeps them on the stack.
 template <typename F, int... I>
@@ -39,7 +45,7 @@ inline __attribute__((always_inline)) void unrolled(F&& f) {
 // are loaded once and each input pixel once for the outputs that read it (up to KW / S). Channels inside
 // the pixel loop keep the reads sequential.
 template <typename V, int KH, int KW, int S, int P, typename LoadX, typename Finish>
-void dw_row_window(const DwconvGeometry& g, const float* x_base, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
+void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                    int64_t ox_end, LoadX load_x, Finish finish) {
   bool row_ok[KH];
   unrolled<KH>([&](auto ky) { row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h; });
@@ -59,7 +65,7 @@ void dw_row_window(const DwconvGeometry& g, const float* x_base, const float* w,
         constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
         const bool next_ok = kPrefetch && iy0 + KH - 1 + S < g.h;
         unrolled<(P - 1) * S + KW>([&](auto c) {
-          if (kPrefetch && next_ok) _mm_prefetch(reinterpret_cast<const char*>(x_base + row + S * g.w * g.cs + c * g.cs + j), _MM_HINT_T0);
+          if (kPrefetch && next_ok) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
           const typename V::Reg v = load_x(row + c * g.cs, j, k);
           unrolled<P>([&](auto p) {
             constexpr int kx = decltype(c)::value - S * decltype(p)::value;
@@ -75,7 +81,7 @@ void dw_row_window(const DwconvGeometry& g, const float* x_base, const float* w,
 // Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
 // weight row of the tap) for each channel block, then finish(m, first channel, mask, sums).
 template <typename V, typename LoadX, typename Finish>
-void dw_drive(const DwconvGeometry& g, const float* x_base, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
   using Reg = typename V::Reg;
   int64_t off[kDwMaxTaps], tap[kDwMaxTaps], row_off[kDwMaxTaps], row_tap[kDwMaxTaps];
   DwconvPixel px{0, 0, 0, 0, off, tap};
@@ -119,8 +125,8 @@ void dw_drive(const DwconvGeometry& g, const float* x_base, const float* w, int6
       // Eight pixels per step (more independent sums in flight), then four.
       const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
       auto rows = [&](auto kernel8, auto kernel4) {
-        kernel8(g, x_base, w, image, y0, m_row, ox, ox + n8, load_x, finish);
-        kernel4(g, x_base, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+        kernel8(g, x, w, image, y0, m_row, ox, ox + n8, load_x, finish);
+        kernel4(g, x, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
       };
       using LX = decltype(load_x);
       using FN = decltype(finish);

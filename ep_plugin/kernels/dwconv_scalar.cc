@@ -31,10 +31,14 @@ void dwconv_q8_scalar(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   DwconvPixel px{0, 0, 0, 0, off.data(), tap.data()};
   for (int64_t m = m0; m < m1; ++m) {
     dwconv_pixel_taps(g, m, px);
-    const float* x = a.x + px.img * dwconv_image_stride(g);
+    const int64_t image = px.img * dwconv_image_stride(g);
+    auto x_at = [&](int64_t i) -> float {
+      if (!a.xq) return a.x[i];
+      return static_cast<float>((a.x_signed ? static_cast<int8_t>(a.xq[i]) : int32_t{a.xq[i]}) - a.x_zero);
+    };
     for (int64_t j = 0; j < g.channels; ++j) {
       float s = 0.f;  // exact: every partial sum is an integer below 2^24 (the op checks the bound)
-      for (int64_t t = 0; t < px.count; ++t) s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
+      for (int64_t t = 0; t < px.count; ++t) s += x_at(image + px.off[t] + j) * a.w[px.tap[t] * g.channels + j];
       qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
     }
   }

@@ -303,7 +303,12 @@ struct DwconvF32Args {
 // 2^24 (the op checks that bound on its weights), then the QgemmEpilogue per channel (column).
 struct DwconvQ8Args {
   DwconvGeometry g;
-  const float* x = nullptr;
+  const float* x = nullptr;  // x - x_zero as float32, or null with xq:
+  // the stored bytes (uint8, or int8 when x_signed) converted as they are read: a strided convolution reads
+  // each input value about once, so a converted copy costs more than it saves.
+  const uint8_t* xq = nullptr;
+  bool x_signed = false;
+  int32_t x_zero = 0;
   const float* w = nullptr;  // taps x channels
   void* c = nullptr;
   int64_t ldc = 0;

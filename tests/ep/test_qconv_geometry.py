@@ -7,6 +7,7 @@ int64 replica bit for bit, and stay within a quantization step of ORT's float QD
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from onnx import TensorProto, helper, numpy_helper
 
@@ -100,3 +101,14 @@ def test_integer_convolution_equals_the_exact_replica_on_every_isa(c):
 @given(depthwise_cases())
 def test_integer_depthwise_convolution_equals_the_exact_replica_on_every_isa(c):
     _check_integer_convolution(c)
+
+
+@pytest.mark.parametrize("channels", [3, 17, 96])
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("x_type", ["u8", "s8"])
+def test_strided_integer_depthwise_reads_the_bytes_exactly(channels, k, x_type):
+    """Stride 2 both ways: the kernels convert the input bytes as they read them (no float copy), channel tails
+    included (3 and 17 channels end inside a vector), rows wide enough for the eight-pixel windows."""
+    _check_integer_convolution(dict(
+        spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[2, 2], dilations=[1, 1],
+        pads=[k // 2] * 4, size=[9, 37], x_type=x_type, y_type="u8", w_zero=0, relu=False, seed=channels * k))

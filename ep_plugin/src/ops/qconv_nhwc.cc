@@ -132,8 +132,23 @@ class NhwcQConvImpl : public Op {
  private:
   // Depthwise: bands of output rows over the pool; each converts the input rows its band reads to float32
   // (x - x_zero, exact) once, into a buffer of its thread, then runs the float-summed kernel on them.
+  // Strided ones read each input value about once: the kernel converts the bytes as it reads them instead.
   void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
                      const kernels::QgemmEpilogue& ep) const {
+    if (l.sh > 1 && l.sw > 1) {
+      kernels::DwconvQ8Args a;
+      a.g = l.depthwise(cg_.cout);
+      a.xq = static_cast<const uint8_t*>(x.data);
+      a.x_signed = x_dtype_ == DType::kInt8;
+      a.x_zero = x_zero_;
+      a.w = dw_.data();
+      a.c = y;
+      a.ldc = cg_.cout;
+      a.ep = &ep;
+      run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
+                       [&](int64_t m0, int64_t m1) { rc.kernels.dwconv_q8(m0, m1, a); });
+      return;
+    }
     const int64_t units = l.n * l.oh, per_row = l.ow * l.kh * l.kw * cg_.cout;
     const int64_t rows_per_task = std::max<int64_t>(1, kMacsPerTask / 4 / std::max<int64_t>(per_row, 1));
     const int64_t tasks = (units + rows_per_task - 1) / rows_per_task;
