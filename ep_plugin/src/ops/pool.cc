@@ -7,8 +7,6 @@
 namespace optim {
 namespace {
 
-enum class PoolKind { kMax, kAverage };
-
 // One kernel tap across a run of output columns: y[i] = max(y[i], x[i*stride]) (or +=). A stride
 // known at compile time (SW > 0) lets the compiler vectorize the strided reads.
 template <int SW, typename T>
@@ -44,11 +42,7 @@ class PoolImpl : public Op {
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
-    switch (in[0].dtype) {  // MaxPool also runs on quantized tensors (the check allows nothing else)
-      case DType::kUint8: return run_typed<uint8_t>(rc, in, out);
-      case DType::kInt8: return run_typed<int8_t>(rc, in, out);
-      default: return run_typed<float>(rc, in, out);
-    }
+    with_pool_type(in[0].dtype, [&](auto t) { run_typed<decltype(t)>(rc, in, out); });
   }
 
  private:
@@ -166,12 +160,7 @@ class GlobalPoolImpl : public Op {
  public:
   explicit GlobalPoolImpl(PoolKind kind) : kind_(kind) {}
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
-    const Shape& x = *in[0];
-    if (x.size() < 3) throw Error("X " + shape_str(x) + " needs rank >= 3 (N, C, spatial...)");
-    Shape out(x.size(), 1);
-    out[0] = x[0];
-    out[1] = x[1];
-    return {out};
+    return {global_pool_shape(*in[0], false)};
   }
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& xs = *in[0].shape;

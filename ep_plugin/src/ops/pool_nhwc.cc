@@ -12,8 +12,6 @@
 namespace optim {
 namespace {
 
-enum class Kind { kMax, kAverage };
-
 // Where an NHWC window lands: dims from the channels-last shape.
 struct NhwcWindow {
   int64_t n = 1, h = 1, w = 1, c = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
@@ -59,7 +57,7 @@ int64_t window_taps(const NhwcWindow& g, TapRange ry, TapRange rx, int64_t y0, i
 
 class NhwcPoolImpl : public Op {
  public:
-  NhwcPoolImpl(const Node& n, Kind kind) : kind_(kind) {
+  NhwcPoolImpl(const Node& n, PoolKind kind) : kind_(kind) {
     win_ = read_window_attrs(n, {});
     count_include_pad_ = n.attr_i("count_include_pad", 0) != 0;
   }
@@ -76,11 +74,7 @@ class NhwcPoolImpl : public Op {
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
-    switch (in[0].dtype) {  // MaxPool also runs on quantized tensors (the check allows nothing else)
-      case DType::kUint8: return run_typed<uint8_t>(rc, in, out);
-      case DType::kInt8: return run_typed<int8_t>(rc, in, out);
-      default: return run_typed<float>(rc, in, out);
-    }
+    with_pool_type(in[0].dtype, [&](auto t) { run_typed<decltype(t)>(rc, in, out); });
   }
 
  private:
@@ -105,7 +99,7 @@ class NhwcPoolImpl : public Op {
         const T* xi = x + img * g.h * g.w * g.c;
         T* yp = y + m * g.c;
         const int64_t taps = window_taps(g, ry, rx, y0, x0, tap.data());
-        if (kind_ == Kind::kMax) {
+        if (kind_ == PoolKind::kMax) {
           if (taps == 0) std::fill(yp, yp + g.c, lowest<T>());  // a window wholly in the padding
           else rc.kernels.pool_window(max_op<T>(), xi, tap.data(), taps, yp, g.c);
         } else if constexpr (std::is_same_v<T, float>) {
@@ -120,7 +114,7 @@ class NhwcPoolImpl : public Op {
     });
   }
 
-  Kind kind_;
+  PoolKind kind_;
   WindowAttrs win_;
   bool count_include_pad_ = false;
 };
@@ -128,15 +122,10 @@ class NhwcPoolImpl : public Op {
 // GlobalAveragePool / GlobalMaxPool over every spatial position: [N, spatial..., C] -> [N, 1..., C].
 class NhwcGlobalPoolImpl : public Op {
  public:
-  explicit NhwcGlobalPoolImpl(Kind kind) : kind_(kind) {}
+  explicit NhwcGlobalPoolImpl(PoolKind kind) : kind_(kind) {}
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
-    const Shape& x = *in[0];
-    if (x.size() < 3) throw Error("X " + shape_str(x) + " needs rank >= 3 (N, spatial..., C)");
-    Shape out(x.size(), 1);
-    out[0] = x[0];
-    out.back() = x.back();
-    return {out};
+    return {global_pool_shape(*in[0], true)};
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
@@ -147,7 +136,7 @@ class NhwcGlobalPoolImpl : public Op {
     const float* x = in[0].as<float>();
     float* y = out[0].as<float>();
     if (area == 0) {  // no pixel: the mean of nothing, the max of nothing
-      std::fill(y, y + images * c, kind_ == Kind::kAverage ? std::numeric_limits<float>::quiet_NaN() : lowest<float>());
+      std::fill(y, y + images * c, kind_ == PoolKind::kAverage ? std::numeric_limits<float>::quiet_NaN() : lowest<float>());
       return;
     }
     // Channel blocks over the pool: each task reads its columns of every pixel, kChunk pixels per kernel call
@@ -166,30 +155,30 @@ class NhwcGlobalPoolImpl : public Op {
         const int64_t img = u / blocks, c0 = u % blocks * kBlock, n = std::min(c, c0 + kBlock) - c0;
         const float* xi = x + img * area * c + c0;
         float* yo = y + img * c + c0;
-        const kernels::PoolOp op = kind_ == Kind::kAverage ? kernels::PoolOp::kSumF32 : kernels::PoolOp::kMaxF32;
+        const kernels::PoolOp op = kind_ == PoolKind::kAverage ? kernels::PoolOp::kSumF32 : kernels::PoolOp::kMaxF32;
         for (int64_t p0 = 0; p0 < area; p0 += kChunk) {
           rc.kernels.pool_window(op, xi + p0 * c, chunk_taps, std::min(kChunk, area - p0), p0 ? part : yo, n);
-          if (kind_ == Kind::kAverage) {
+          if (kind_ == PoolKind::kAverage) {
             for (int64_t j = 0; j < n; ++j) sum[j] = p0 ? sum[j] + part[j] : yo[j];
           } else if (p0) {
             for (int64_t j = 0; j < n; ++j) yo[j] = max_nan(yo[j], part[j]);
           }
         }
-        if (kind_ == Kind::kAverage)
+        if (kind_ == PoolKind::kAverage)
           for (int64_t j = 0; j < n; ++j) yo[j] = static_cast<float>(sum[j] / static_cast<double>(area));
       }
     });
   }
 
  private:
-  Kind kind_;
+  PoolKind kind_;
 };
 
 }  // namespace
 
-std::unique_ptr<Op> create_nhwc_maxpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, Kind::kMax); }
-std::unique_ptr<Op> create_nhwc_avgpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, Kind::kAverage); }
-std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(Kind::kAverage); }
-std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(Kind::kMax); }
+std::unique_ptr<Op> create_nhwc_maxpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, PoolKind::kMax); }
+std::unique_ptr<Op> create_nhwc_avgpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, PoolKind::kAverage); }
+std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(PoolKind::kAverage); }
+std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(PoolKind::kMax); }
 
 }  // namespace optim

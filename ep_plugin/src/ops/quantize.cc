@@ -56,14 +56,23 @@ int32_t zero_point_at(const TensorRef& zp, int64_t c) {
   }
 }
 
-class QuantizeImpl : public Op {
+// Quantize/DequantizeLinear's shapes: the output is the input's; scale and zero point per tensor or along axis.
+class PerAxisOp : public Op {
  public:
-  QuantizeImpl(int64_t axis, DType out) : axis_(axis), out_(out) {}
+  explicit PerAxisOp(int64_t axis) : axis_(axis) {}
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     axis_layout(*in[0], *in[1], axis_);
     check_zero_point(in);
     return {*in[0]};
   }
+
+ protected:
+  int64_t axis_;
+};
+
+class QuantizeImpl : public PerAxisOp {
+ public:
+  QuantizeImpl(int64_t axis, DType out) : PerAxisOp(axis), out_(out) {}
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
     const float* x = in[0].as<float>();
@@ -77,18 +86,12 @@ class QuantizeImpl : public Op {
   }
 
  private:
-  int64_t axis_;
   DType out_;
 };
 
-class DequantizeImpl : public Op {
+class DequantizeImpl : public PerAxisOp {
  public:
-  DequantizeImpl(int64_t axis, DType in) : axis_(axis), in_(in) {}
-  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
-    axis_layout(*in[0], *in[1], axis_);
-    check_zero_point(in);
-    return {*in[0]};
-  }
+  DequantizeImpl(int64_t axis, DType in) : PerAxisOp(axis), in_(in) {}
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const AxisLayout l = axis_layout(*in[0].shape, *in[1].shape, axis_);
     const float* scale = in[1].as<float>();
@@ -106,7 +109,6 @@ class DequantizeImpl : public Op {
   }
 
  private:
-  int64_t axis_;
   DType in_;
 };
 

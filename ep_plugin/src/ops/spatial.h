@@ -41,6 +41,32 @@ TapRange tap_range(int64_t start, int64_t dil, int64_t k, int64_t lo, int64_t hi
 template <typename T>
 inline T max_nan(T acc, T v) { return (acc < v || v != v) ? v : acc; }
 
+// Which pool: the largest value of a window or its mean (pool.cc's NCHW and pool_nhwc.cc's channels-last forms).
+enum class PoolKind { kMax, kAverage };
+
+// A global pool's output shape: ones but for the batch dim and the channels (dim 1, or the last one when
+// channels_last).
+inline Shape global_pool_shape(const Shape& x, bool channels_last) {
+  if (x.size() < 3)
+    throw Error("X " + shape_str(x) + " needs rank >= 3 " + (channels_last ? "(N, spatial..., C)" : "(N, C, spatial...)"));
+  Shape out(x.size(), 1);
+  out[0] = x[0];
+  const size_t c = channels_last ? x.size() - 1 : 1;
+  out[c] = x[c];
+  return out;
+}
+
+// Calls run(T{}) with T the element type of a pool's input: uint8 or int8 (MaxPool on quantized tensors; the
+// checks allow nothing else) or float.
+template <typename Run>
+void with_pool_type(DType t, Run&& run) {
+  switch (t) {
+    case DType::kUint8: return run(uint8_t{});
+    case DType::kInt8: return run(int8_t{});
+    default: return run(float{});
+  }
+}
+
 // "" when the auto_pad value is one we implement.
 std::string check_auto_pad(const Node& n);
 
