@@ -153,15 +153,16 @@ void qgemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64
 using QuantizeFn = void (*)(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n);
 using DequantizeFn = void (*)(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n);
 
-// --- Add of two quantized tensors, requantized (a QDQ Add unit) --------------------------------------
-// y = saturate(round_half_even(((a - za) * sa + (b - zb) * sb) / sy) + zy, qmin, qmax): the float
-// operations of DequantizeLinear, Add and QuantizeLinear in their order, so results equal ONNX's.
-struct QAddParams {
+// --- Add or Mul of two quantized tensors, requantized (a QDQ Add / Mul unit) ---------------------------
+// y = saturate(round_half_even(((a - za) * sa OP (b - zb) * sb) / sy) + zy, qmin, qmax), OP + or *: the
+// float operations of DequantizeLinear, Add/Mul and QuantizeLinear in their order, so results equal ONNX's.
+struct QBinaryParams {
+  bool mul = false;  // * instead of +
   bool a_u8 = true, b_u8 = true, y_u8 = true;
   float sa = 1.f, sb = 1.f, sy = 1.f;
   int32_t za = 0, zb = 0, zy = 0, qmin = 0, qmax = 255;  // qmin is raised to zy by a fused Relu
 };
-using QAddFn = void (*)(const void* a, const void* b, const QAddParams& p, void* y, int64_t n);
+using QBinaryFn = void (*)(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n);
 
 // --- element-wise float32 -----------------------------------------------------------------------
 enum class BinaryOp { kAdd = 0, kSub, kMul, kDiv };
@@ -373,7 +374,7 @@ struct KernelTable {
   Kernel<RnnCellFn> rnn_cell;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
-  Kernel<QAddFn> qadd;
+  Kernel<QBinaryFn> qbinary;
   Kernel<QgemmS16Fn> qgemm_s16;
   Kernel<QgemmU8S8Fn> qgemm_u8s8;
   Kernel<ConvF32Fn> conv_f32;

@@ -47,38 +47,48 @@ inline __m256 load8_dequantized(const void* t, bool u8, int64_t i, int32_t zero,
 
 namespace {
 
-// The loop for one pair of input types. Its parameters are locals: stores through a byte pointer may alias
-// anything, so fields read through `p` would be reloaded (and branched on) for every eight values.
-template <bool kAU8, bool kBU8, bool kYU8>
-void qadd_loop(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+// The loop for one operation and pair of input types. Its parameters are locals: stores through a byte
+// pointer may alias anything, so fields read through `p` would be reloaded (and branched on) for every
+// eight values.
+template <bool kMul, bool kAU8, bool kBU8, bool kYU8>
+void qbinary_loop(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
   const __m256 sy = _mm256_set1_ps(p.sy), zy = _mm256_set1_ps(static_cast<float>(p.zy));
   const __m256 lo = _mm256_set1_ps(static_cast<float>(p.qmin)), hi = _mm256_set1_ps(static_cast<float>(p.qmax));
   const int32_t za = p.za, zb = p.zb;
   const float sa = p.sa, sb = p.sb;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 sum = _mm256_add_ps(load8_dequantized(a, kAU8, i, za, sa), load8_dequantized(b, kBU8, i, zb, sb));
-    __m256 v = _mm256_round_ps(_mm256_div_ps(sum, sy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 fa = load8_dequantized(a, kAU8, i, za, sa), fb = load8_dequantized(b, kBU8, i, zb, sb);
+    const __m256 r = kMul ? _mm256_mul_ps(fa, fb) : _mm256_add_ps(fa, fb);
+    __m256 v = _mm256_round_ps(_mm256_div_ps(r, sy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, zy), lo), hi);
     const __m256i w = _mm256_cvtps_epi32(v);
     const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
     const __m128i w8 = kYU8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(y) + i), w8);
   }
-  if (i < n) qadd_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
-                         static_cast<uint8_t*>(y) + i, n - i);
+  if (i < n) qbinary_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
+                               static_cast<uint8_t*>(y) + i, n - i);
 }
 
-template <bool kAU8, bool kBU8>
-void qadd_for_output(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
-  return p.y_u8 ? qadd_loop<kAU8, kBU8, true>(a, b, p, y, n) : qadd_loop<kAU8, kBU8, false>(a, b, p, y, n);
+template <bool kMul, bool kAU8, bool kBU8>
+void qbinary_for_output(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
+  return p.y_u8 ? qbinary_loop<kMul, kAU8, kBU8, true>(a, b, p, y, n)
+                : qbinary_loop<kMul, kAU8, kBU8, false>(a, b, p, y, n);
+}
+
+template <bool kMul>
+void qbinary_for_op(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
+  if (p.a_u8)
+    return p.b_u8 ? qbinary_for_output<kMul, true, true>(a, b, p, y, n) : qbinary_for_output<kMul, true, false>(a, b, p, y, n);
+  return p.b_u8 ? qbinary_for_output<kMul, false, true>(a, b, p, y, n)
+                : qbinary_for_output<kMul, false, false>(a, b, p, y, n);
 }
 
 }  // namespace
 
-void qadd_q8_avx2(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
-  if (p.a_u8) return p.b_u8 ? qadd_for_output<true, true>(a, b, p, y, n) : qadd_for_output<true, false>(a, b, p, y, n);
-  return p.b_u8 ? qadd_for_output<false, true>(a, b, p, y, n) : qadd_for_output<false, false>(a, b, p, y, n);
+void qbinary_q8_avx2(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
+  return p.mul ? qbinary_for_op<true>(a, b, p, y, n) : qbinary_for_op<false>(a, b, p, y, n);
 }
 
 }  // namespace optim::kernels

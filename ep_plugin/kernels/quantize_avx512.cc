@@ -1,4 +1,4 @@
-// AVX-512 QuantizeLinear / DequantizeLinear and the quantized Add, sixteen values at a time, equal to the
+// AVX-512 QuantizeLinear / DequantizeLinear and the quantized Add / Mul, sixteen values at a time, equal to the
 // scalar reference (quantize_scalar.cc) bit for bit: the same true division, and the saturation done
 // before the half-to-even rounding, which gives the same integers (the bounds are integers; max returns
 // its second operand for NaN, so NaN becomes the minimum as in the scalar code). Compiled with
@@ -50,26 +50,33 @@ void dequantize_f32_avx512(const void* q, bool from_u8, int32_t zero_point, floa
 
 namespace {
 
-// The loop for one pair of input types. Its parameters are locals: stores through a byte pointer may alias
-// anything, so fields read through `p` would be reloaded (and branched on) for every sixteen values.
-template <bool kAU8, bool kBU8>
-void qadd_loop(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+// The loop for one operation and pair of input types. Its parameters are locals: stores through a byte
+// pointer may alias anything, so fields read through `p` would be reloaded (and branched on) for every
+// sixteen values.
+template <bool kMul, bool kAU8, bool kBU8>
+void qbinary_loop(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
   const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy);
   const int32_t za = p.za, zb = p.zb, zy = p.zy, qmin = p.qmin, qmax = p.qmax;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512 sum = _mm512_add_ps(_mm512_mul_ps(load16(a, kAU8, i, za), sa), _mm512_mul_ps(load16(b, kBU8, i, zb), sb));
-    store16(to_integers(_mm512_div_ps(sum, sy), zy, qmin, qmax), y, i);
+    const __m512 fa = _mm512_mul_ps(load16(a, kAU8, i, za), sa), fb = _mm512_mul_ps(load16(b, kBU8, i, zb), sb);
+    const __m512 v = kMul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);
+    store16(to_integers(_mm512_div_ps(v, sy), zy, qmin, qmax), y, i);
   }
-  if (i < n) qadd_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
-                            static_cast<uint8_t*>(y) + i, n - i);
+  if (i < n) qbinary_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
+                               static_cast<uint8_t*>(y) + i, n - i);
+}
+
+template <bool kMul>
+void qbinary_for_op(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
+  if (p.a_u8) return p.b_u8 ? qbinary_loop<kMul, true, true>(a, b, p, y, n) : qbinary_loop<kMul, true, false>(a, b, p, y, n);
+  return p.b_u8 ? qbinary_loop<kMul, false, true>(a, b, p, y, n) : qbinary_loop<kMul, false, false>(a, b, p, y, n);
 }
 
 }  // namespace
 
-void qadd_q8_avx512(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
-  if (p.a_u8) return p.b_u8 ? qadd_loop<true, true>(a, b, p, y, n) : qadd_loop<true, false>(a, b, p, y, n);
-  return p.b_u8 ? qadd_loop<false, true>(a, b, p, y, n) : qadd_loop<false, false>(a, b, p, y, n);
+void qbinary_q8_avx512(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
+  return p.mul ? qbinary_for_op<true>(a, b, p, y, n) : qbinary_for_op<false>(a, b, p, y, n);
 }
 
 }  // namespace optim::kernels

@@ -1,4 +1,4 @@
-// Scalar reference QuantizeLinear / DequantizeLinear (per tensor) and quantized Add; see kernel_table.h.
+// Scalar reference QuantizeLinear / DequantizeLinear (per tensor) and quantized Add / Mul; see kernel_table.h.
 #include <cmath>
 #include <cstdint>
 
@@ -24,7 +24,7 @@ void dequantize_f32_scalar(const void* q, bool from_u8, int32_t zero_point, floa
   }
 }
 
-void qadd_q8_scalar(const void* a, const void* b, const QAddParams& p, void* y, int64_t n) {
+void qbinary_q8_scalar(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
   auto load = [](const void* t, bool u8, int64_t i) -> int32_t {
     return u8 ? static_cast<const uint8_t*>(t)[i] : static_cast<const int8_t*>(t)[i];
   };
@@ -32,7 +32,7 @@ void qadd_q8_scalar(const void* a, const void* b, const QAddParams& p, void* y, 
   for (int64_t i = 0; i < n; ++i) {
     const float fa = static_cast<float>(load(a, p.a_u8, i) - p.za) * p.sa;
     const float fb = static_cast<float>(load(b, p.b_u8, i) - p.zb) * p.sb;
-    float v = std::nearbyint((fa + fb) / p.sy) + static_cast<float>(p.zy);
+    float v = std::nearbyint((p.mul ? fa * fb : fa + fb) / p.sy) + static_cast<float>(p.zy);
     v = v >= lo ? v : lo;  // NaN fails the test: the minimum
     v = v <= hi ? v : hi;
     if (p.y_u8) static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(v);

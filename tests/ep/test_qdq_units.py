@@ -245,9 +245,9 @@ def test_different_output_quantization_keeps_the_conversions():
     np.testing.assert_array_equal(sess.run(None, {"x": x})[0], run_cpu(model, {"x": x})[0])
 
 
-# --- quantized Add (residual connections) ---------------------------------------------------------------
+# --- quantized Add and Mul (residual connections, squeeze-excite scales) --------------------------------
 
-def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed):
+def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed, op="Add"):
     rng = np.random.default_rng(seed)
     np_of = {"u8": np.uint8, "s8": np.int8}
     onnx_of = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
@@ -255,7 +255,7 @@ def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed):
              "sb": np.float32(rng.uniform(0.01, 0.1)), "zb": np.array(rng.integers(0, 50), np_of[b_type]),
              "sy": np.float32(rng.uniform(0.02, 0.2)), "zy": np.array(rng.integers(0, 60), np_of[y_type])}
     nodes = [N("DequantizeLinear", ["a", "sa", "za"], ["af"]), N("DequantizeLinear", ["b", "sb", "zb"], ["bf"]),
-             N("Add", ["af", "bf"], ["s"], name="the_add")]
+             N(op, ["af", "bf"], ["s"], name="the_add")]
     if relu:
         nodes.append(N("Relu", ["s"], ["r"]))
     nodes.append(N("QuantizeLinear", ["r" if relu else "s", "sy", "zy"], ["y"]))
@@ -280,6 +280,7 @@ ADD_CASES = {
     "broadcast": dict(a_shape=[2, 3, 4], b_shape=[3, 1], a_type="u8", b_type="u8", y_type="u8", relu=False),
     "broadcast_leading": dict(a_shape=[1, 5, 6], b_shape=[3, 5, 6], a_type="u8", b_type="s8", y_type="u8", relu=False),
     "broadcast_scalar": dict(a_shape=[4, 8], b_shape=[], a_type="s8", b_type="u8", y_type="s8", relu=True),
+    "rows_repeat": dict(a_shape=[2, 3, 33], b_shape=[2, 1, 33], a_type="u8", b_type="u8", y_type="u8", relu=False),
 }
 
 
@@ -290,6 +291,26 @@ def test_qdq_add_runs_quantized_and_equals_onnx_exactly(cid, isa):
     sess = session(model, fallback=False, isa=isa)
     steps = [s for ss in placement(sess).compiled.values() for s in ss]
     assert steps == ["QAdd 'the_add'"], steps
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
+
+
+MUL_CASES = {
+    **{k: v for k, v in ADD_CASES.items() if not k.startswith("broadcast_leading")},
+    # A squeeze-excite scale: per image and channel, over every pixel (NCHW: broadcast copy), and the same
+    # channels last (rows of channels, one kernel call per row), with the whole side second too.
+    "squeeze_excite": dict(a_shape=[2, 24, 7, 9], b_shape=[2, 24, 1, 1], a_type="u8", b_type="u8", y_type="u8", relu=False),
+    "squeeze_excite_nhwc": dict(a_shape=[2, 5, 6, 24], b_shape=[2, 1, 1, 24], a_type="u8", b_type="s8", y_type="u8", relu=False),
+    "rows_repeat_first": dict(a_shape=[1, 1, 40], b_shape=[3, 4, 40], a_type="s8", b_type="u8", y_type="s8", relu=True),
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("cid", sorted(MUL_CASES))
+def test_qdq_mul_runs_quantized_and_equals_onnx_exactly(cid, isa):
+    model, feeds = _qdq_add(**MUL_CASES[cid], seed=len(cid) + 1, op="Mul")
+    sess = session(model, fallback=False, isa=isa)
+    steps = [s for ss in placement(sess).compiled.values() for s in ss]
+    assert steps == ["QMul 'the_add'"], steps
     np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
 
 

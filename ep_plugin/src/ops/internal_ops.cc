@@ -13,7 +13,7 @@ using Create = std::unique_ptr<Op> (*)(const Node&, const Graph&);
 
 std::unique_ptr<Op> create_qgemm_unit(const Node&, const Graph&);   // qgemm.cc
 std::unique_ptr<Op> create_qconv_unit(const Node&, const Graph&);   // qconv.cc
-std::unique_ptr<Op> create_qadd_unit(const Node&, const Graph&);    // qadd.cc
+std::unique_ptr<Op> create_qbinary_unit(const Node&, const Graph&);  // qbinary.cc
 std::unique_ptr<Op> create_qmatmul_unit(const Node&, const Graph&); // qmatmul.cc
 std::unique_ptr<Op> create_nhwc_conv(const Node&, const Graph&);    // conv_nhwc.cc
 std::unique_ptr<Op> create_nhwc_qconv(const Node&, const Graph&);   // qconv_nhwc.cc
@@ -30,7 +30,8 @@ std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
       {"QGemm", create_qgemm_unit},           {"QConv", create_qconv_unit},
-      {"QAdd", create_qadd_unit},             {"QMatMul", create_qmatmul_unit},
+      {"QAdd", create_qbinary_unit},          {"QMul", create_qbinary_unit},
+      {"QMatMul", create_qmatmul_unit},
       {"NhwcConv", create_nhwc_conv},         {"NhwcQConv", create_nhwc_qconv},
       {"ToNhwc", create_to_nhwc},             {"ToNchw", create_to_nchw},
       {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},

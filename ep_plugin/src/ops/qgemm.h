@@ -38,9 +38,10 @@ struct QuantParams {
 // Throws Error when an input is not the constant the fusion promised.
 QuantParams read_quant_params(const Node& n, const Graph& g);
 
-// Input positions of an internal QAdd node; attribute relu as for QGemm.
-enum QAddInput : size_t {
-  kQAddA = 0, kQAddAScale, kQAddAZero, kQAddB, kQAddBScale, kQAddBZero, kQAddYScale, kQAddYZero, kQAddInputCount
+// Input positions of an internal QAdd / QMul node; attribute relu as for QGemm.
+enum QBinaryInput : size_t {
+  kQBinaryA = 0, kQBinaryAScale, kQBinaryAZero, kQBinaryB, kQBinaryBScale, kQBinaryBZero, kQBinaryYScale, kQBinaryYZero,
+  kQBinaryInputCount
 };
 
 // One row of a quantized tensor (uint8/int8) minus its zero point, as int16, zero-filled from k to

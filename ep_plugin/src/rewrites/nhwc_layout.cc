@@ -384,8 +384,8 @@ class Rewriter {
   // Which inputs of a layout-free op carry data (the rest must be scalars); false for any other op.
   static bool data_inputs(const Node& n, std::vector<size_t>* data) {
     const bool internal = n.domain == kInternalDomain;
-    if (internal && n.op == "QAdd") {
-      *data = {kQAddA, kQAddB};
+    if (internal && (n.op == "QAdd" || n.op == "QMul")) {
+      *data = {kQBinaryA, kQBinaryB};
     } else if (internal && (n.op == "Silu" || n.op == "QLut")) {  // element-wise (activation_fusion, qdq_lut)
       *data = {0};
     } else if (n.outputs.empty() || !is_onnx(n)) {

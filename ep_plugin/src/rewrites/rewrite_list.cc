@@ -4,11 +4,12 @@ namespace optim {
 
 const std::vector<Rewrite>& rewrite_list() {
   // Order: the QDQ patterns first, while the Q/DQ pairs that mark them are still in place (data movement
-  // and concatenations, whose requantizations qdq_lut takes later, before units, so a MaxPool between two units does not hide them; units before Adds, since a unit's
-  // bias Add belongs to it); then constant DequantizeLinears left over become float weights; then float
-  // fusions (GELU, SiLU / HardSwish) before the lookup tables, which take the quantized element-wise
-  // regions that remain; the layout last, as it moves whatever the others left, and the convolution
-  // epilogues after it (they fold what follows a channels-last convolution).
+  // and concatenations, whose requantizations qdq_lut takes later, before units, so a MaxPool between two
+  // units does not hide them; units before Adds, since a unit's bias Add belongs to it); then constant
+  // DequantizeLinears left over become float weights; then float fusions (GELU, SiLU / HardSwish) before the
+  // lookup tables, which take the quantized element-wise regions that remain (a SiLU's Mul of x by its own
+  // sigmoid among them); the Muls of two tensors after those; the layout last, as it moves whatever the
+  // others left, and the convolution epilogues after it (they fold what follows a channels-last convolution).
   static const std::vector<Rewrite> list = {
       {"quantized_data_movement", keep_quantized_through_data_movement},
       {"qdq_concat", quantize_concat_inputs},
@@ -18,6 +19,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"gelu", fuse_gelu},
       {"activations", fuse_activations},
       {"qdq_lookup_tables", fold_qdq_lookup_tables},
+      {"qdq_muls", fuse_qdq_muls},
       {"channels_last", to_channels_last},
       {"conv_epilogues", fuse_conv_epilogues},
   };

@@ -1,5 +1,5 @@
 // DequantizeLinear(a) + DequantizeLinear(b) [-> Relu] -> QuantizeLinear (residual adds) becomes one internal
-// QAdd node on the quantized tensors.
+// QAdd node on the quantized tensors; the same with Mul (squeeze-excite scales) a QMul node.
 #include "rewrite.h"
 
 #include <algorithm>
@@ -13,19 +13,22 @@
 
 namespace optim {
 
-size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) {
+namespace {
+
+// `op` is "Add" or "Mul"; `rewrite` names the rewrite in refusals.
+size_t fuse_qdq_binary(Graph& g, RewriteContext& ctx, const char* op, const char* rewrite) {
   Matcher m(g, ctx.outputs);
   std::vector<Node> added;
   const size_t original = g.nodes.size();
   for (size_t i = 0; i < original; ++i) {
     if (m.dead().count(i)) continue;
-    const Node& add = g.nodes[i];
-    if (add.op != "Add" || !(add.domain.empty() || add.domain == "ai.onnx") || add.inputs.size() != 2) continue;
-    const Node* da = m.produced_by(add.inputs[0], "DequantizeLinear");
-    const Node* db = m.produced_by(add.inputs[1], "DequantizeLinear");
+    const Node& bin = g.nodes[i];
+    if (bin.op != op || !(bin.domain.empty() || bin.domain == "ai.onnx") || bin.inputs.size() != 2) continue;
+    const Node* da = m.produced_by(bin.inputs[0], "DequantizeLinear");
+    const Node* db = m.produced_by(bin.inputs[1], "DequantizeLinear");
     if (!da || !db || !activation_dq_ok(g, *da) || !activation_dq_ok(g, *db)) continue;
     std::vector<const Node*> chain;
-    const Node* next = m.sole_reader(add.outputs[0]);
+    const Node* next = m.sole_reader(bin.outputs[0]);
     bool relu = false;
     if (next && next->op == "Relu") {
       relu = true;
@@ -33,14 +36,14 @@ size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) {
       next = m.sole_reader(next->outputs[0]);
     }
     if (!next || next->op != "QuantizeLinear" || !is_float_scalar(g, next->inputs[1]) || !is_int8_scalar_or_absent(g, *next, 2)) {
-      ctx.refuse("qdq_adds", add, "its result is not read by one QuantizeLinear per tensor (through an optional Relu)");
+      ctx.refuse(rewrite, bin, "its result is not read by one QuantizeLinear per tensor (through an optional Relu)");
       continue;
     }
     const DType out_type = dtype_of(g, next->outputs[0]);
     if (out_type != DType::kUint8 && out_type != DType::kInt8) continue;
     Node q;
-    q.name = add.name;
-    q.op = "QAdd";
+    q.name = bin.name;
+    q.op = std::string("Q") + op;
     q.domain = kInternalDomain;
     q.since_version = 1;
     q.inputs = {da->inputs[0], da->inputs[1], da->has_input(2) ? da->inputs[2] : "",
@@ -51,7 +54,7 @@ size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) {
     rl.type = ORT_OP_ATTR_INT;
     rl.i = relu ? 1 : 0;
     q.attrs["relu"] = rl;
-    m.kill(&add);
+    m.kill(&bin);
     for (const Node* c : chain) m.kill(c);
     m.kill(next);
     m.kill_if_unread(da);
@@ -60,5 +63,10 @@ size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) {
   }
   return commit_added(g, m, added);
 }
+
+}  // namespace
+
+size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx) { return fuse_qdq_binary(g, ctx, "Add", "qdq_adds"); }
+size_t fuse_qdq_muls(Graph& g, RewriteContext& ctx) { return fuse_qdq_binary(g, ctx, "Mul", "qdq_muls"); }
 
 }  // namespace optim

@@ -1,0 +1,157 @@
+// QAdd / QMul: the quantized form of a QDQ Add or Mul unit DequantizeLinear(a) OP DequantizeLinear(b)
+// [-> Relu] -> QuantizeLinear (residual adds, squeeze-excite scales), built by rewrites/qdq_binary.cc: one
+// pass over the int8 inputs, no float tensors, with the float operations of the unit in their order (so the
+// result equals ONNX's bit for bit).
+#include <algorithm>
+
+#include "op.h"
+#include "qgemm.h"
+
+namespace optim {
+namespace {
+
+float float_const(const Graph& g, const std::string& name) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error("'" + name + "' is not a float32 scalar constant");
+  return t->data<float>()[0];
+}
+
+int32_t zero_const(const Graph& g, const std::string& name) {
+  if (name.empty()) return 0;
+  const Tensor* t = g.constant(name);
+  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
+  return t->dtype == DType::kUint8 ? t->data<uint8_t>()[0] : t->data<int8_t>()[0];
+}
+
+bool is_u8(const Graph& g, const std::string& v) {
+  const ValueInfo* vi = g.value(v);
+  return !vi || vi->dtype == DType::kUint8;
+}
+
+// Copies one-byte elements of `src` (shape `from`) broadcast to shape `to` into dst. The trailing dims
+// that `from` shares with `to` are one contiguous block copied whole; only the leading part is
+// indexed (a scalar operand is a plain fill).
+void broadcast_bytes(const uint8_t* src, const Shape& from, const Shape& to, uint8_t* dst) {
+  const int64_t n = shape_numel(to);
+  if (shape_numel(from) == 1) {
+    std::fill(dst, dst + n, src[0]);
+    return;
+  }
+  const size_t r = to.size(), lead = r - from.size();
+  auto from_dim = [&](size_t i) { return i < lead ? int64_t{1} : from[i - lead]; };
+  size_t split = r;  // dims [split, r) equal in both: one contiguous block
+  int64_t block = 1;
+  while (split > 0 && from_dim(split - 1) == to[split - 1]) {
+    --split;
+    block *= to[split];
+  }
+  std::vector<int64_t> stride(split, 0);  // stride in src (in blocks) per leading output dim, 0 if broadcast
+  int64_t st = 1;
+  for (size_t i = split; i-- > 0;) {
+    if (from_dim(i) != 1) stride[i] = st;
+    st *= from_dim(i);
+  }
+  const int64_t blocks = block ? n / block : 0;
+  for (int64_t o = 0; o < blocks; ++o) {
+    int64_t rem = o, off = 0;
+    for (size_t i = split; i-- > 0;) {
+      off += (rem % to[i]) * stride[i];
+      rem /= to[i];
+    }
+    std::copy(src + off * block, src + (off + 1) * block, dst + o * block);
+  }
+}
+
+class QBinaryImpl : public Op {
+ public:
+  QBinaryImpl(const Node& n, const Graph& g) {
+    p_.mul = n.op == "QMul";
+    p_.a_u8 = is_u8(g, n.inputs[kQBinaryA]);
+    p_.b_u8 = is_u8(g, n.inputs[kQBinaryB]);
+    p_.y_u8 = is_u8(g, n.outputs[0]);
+    p_.sa = float_const(g, n.inputs[kQBinaryAScale]);
+    p_.sb = float_const(g, n.inputs[kQBinaryBScale]);
+    p_.sy = float_const(g, n.inputs[kQBinaryYScale]);
+    p_.za = zero_const(g, n.inputs[kQBinaryAZero]);
+    p_.zb = zero_const(g, n.inputs[kQBinaryBZero]);
+    p_.zy = zero_const(g, n.inputs[kQBinaryYZero]);
+    p_.qmin = p_.y_u8 ? 0 : -128;
+    p_.qmax = p_.y_u8 ? 255 : 127;
+    if (n.attr_i("relu", 0)) p_.qmin = std::max(p_.qmin, p_.zy);
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    return {broadcast_shapes(*in[kQBinaryA], *in[kQBinaryB])};
+  }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    if (*in[kQBinaryA] == *in[kQBinaryB]) return 0;
+    return 2 * static_cast<size_t>(shape_numel(broadcast_shapes(*in[kQBinaryA], *in[kQBinaryB])));
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& ys = *out[0].shape;
+    const uint8_t* a = static_cast<const uint8_t*>(in[kQBinaryA].data);
+    const uint8_t* b = static_cast<const uint8_t*>(in[kQBinaryB].data);
+    if (run_rows(rc, a, *in[kQBinaryA].shape, b, *in[kQBinaryB].shape, out[0])) return;
+    if (*in[kQBinaryA].shape != ys || *in[kQBinaryB].shape != ys) {  // rare: broadcast both into scratch first
+      uint8_t* sa = static_cast<uint8_t*>(rc.scratch());
+      uint8_t* sb = sa + out[0].numel();
+      broadcast_bytes(a, *in[kQBinaryA].shape, ys, sa);
+      broadcast_bytes(b, *in[kQBinaryB].shape, ys, sb);
+      a = sa;
+      b = sb;
+    }
+    uint8_t* y = static_cast<uint8_t*>(out[0].data);
+    parallel_chunks(rc, out[0].numel(), [&](int64_t s, int64_t e) { rc.kernels.qbinary(a + s, b + s, p_, y + s, e - s); });
+  }
+
+ private:
+  // One side whole and the other repeating along leading dims over rows of at least 16 values (a
+  // squeeze-excite scale [N, 1, 1, C] over an NHWC [N, H, W, C]): one kernel call per row, no broadcast copy.
+  // The sides swap when the whole one is b (+ and * commute exactly in float). False when not that case.
+  bool run_rows(const RunContext& rc, const uint8_t* a, const Shape& as, const uint8_t* b, const Shape& bs,
+                const TensorOut& out) const {
+    const Shape& ys = *out.shape;
+    const bool a_whole = as == ys, b_whole = bs == ys;
+    if (a_whole == b_whole) return false;
+    const Shape& rs = a_whole ? bs : as;  // the repeating side
+    if (rs.size() != ys.size()) return false;
+    size_t d = ys.size();
+    int64_t row = 1;
+    while (d > 0 && rs[d - 1] == ys[d - 1]) row *= ys[--d];
+    if (row < 16 || d == 0) return false;
+    std::vector<int64_t> stride(d, 0);  // the repeating side's stride (in rows) per leading dim, 0 if repeated
+    for (int64_t s = 1, i = static_cast<int64_t>(d) - 1; i >= 0; --i) {
+      stride[static_cast<size_t>(i)] = rs[static_cast<size_t>(i)] == 1 ? 0 : s;
+      s *= rs[static_cast<size_t>(i)];
+    }
+    kernels::QBinaryParams p = p_;
+    if (!a_whole) {
+      std::swap(p.a_u8, p.b_u8);
+      std::swap(p.sa, p.sb);
+      std::swap(p.za, p.zb);
+      std::swap(a, b);
+    }
+    uint8_t* y = static_cast<uint8_t*>(out.data);
+    parallel_rows(rc, shape_numel(ys) / row, row, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t rest = r, at = 0;
+        for (size_t i = d; i-- > 0;) {
+          at += rest % ys[i] * stride[i];
+          rest /= ys[i];
+        }
+        rc.kernels.qbinary(a + r * row, b + at * row, p, y + r * row, row);
+      }
+    });
+    return true;
+  }
+
+  kernels::QBinaryParams p_;
+};
+
+}  // namespace
+
+std::unique_ptr<Op> create_qbinary_unit(const Node& n, const Graph& g) { return std::make_unique<QBinaryImpl>(n, g); }
+
+}  // namespace optim
