@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.wheel]
 
 HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn"}
 # What the wheel is built from: a dist/ wheel older than any of these is stale.
-SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "ep_plugin", "common", "exporter",
+SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "cmake", "ep_plugin", "common", "exporter",
            "optimizer", "models"]
 
 
