@@ -32,9 +32,12 @@ $(ORT_HEADERS):
 
 headers: $(ORT_HEADERS)
 
-# Non-editable install of the package (and the freshly built liboptim_ep.so); incremental via build/.
+# The wheel (dist/, liboptim_ep.so inside; what tests/test_wheel.py installs into a fresh venv), then a
+# non-editable install of it; incremental via build/.
 install: $(DEPS_STAMP) $(ORT_HEADERS)
-	$(BIN)/python -m pip install -q --no-build-isolation --no-deps .
+	rm -f dist/optim-*.whl
+	$(BIN)/python -m pip wheel -q --no-build-isolation --no-deps -w dist .
+	$(BIN)/python -m pip install -q --no-deps --force-reinstall dist/optim-*.whl
 
 demo: install
 	@mkdir -p $(ARTIFACTS)
@@ -63,7 +66,7 @@ test: install $(ASAN_LIB)
 	$(MAKE) --no-print-directory test-asan
 
 clean:
-	rm -rf build build-asan $(ARTIFACTS)
+	rm -rf build build-asan dist $(ARTIFACTS)
 
 # The benchmark suite: rewrites the tables in benchmarks/BENCHMARKS.md (needs a quiet machine).
 # realsize.py caches its exported, optimized and quantized models in benchmarks/.cache/.

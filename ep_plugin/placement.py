@@ -19,6 +19,11 @@ class NodePlacement:
 
 @dataclass
 class Placement:
+    """Where each node of a session runs: `nodes` (one NodePlacement each: node, op, EP, OptimEP's reason for
+    refusing it), `isa` (OptimEP's kernels), `compiled` (each fused node's steps), `float_units`, `rewrites` and
+    `rewrite_refusals` (OptimEP's graph rewrites inside its partitions). `summary()` prints it; `to_dict()` is
+    what `optim run --json` shows."""
+
     nodes: list[NodePlacement] = field(default_factory=list)
     isa: str = ""  # kernel ISA the session's OptimEP instance uses
     # Per fused node: the steps it was compiled into, e.g. "QGemm 'fc1'" for an integer QDQ unit.
