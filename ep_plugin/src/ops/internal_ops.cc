@@ -1,7 +1,7 @@
 // The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
-// (qdq_fusion.cc), the channels-last forms of the layout rewrite (rewrites/nhwc_layout.cc) and fused
-// activations (rewrites/activation_fusion.cc). A model
-// can never claim them; the rewrites that create them check what they need.
+// (qdq_fusion.cc), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
+// (rewrites/nhwc_layout.cc) and fused activations (rewrites/activation_fusion.cc). A model can never claim
+// them; the rewrites that create them check what they need.
 #include <map>
 
 #include "op.h"
@@ -26,6 +26,8 @@ std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&);
 std::unique_ptr<Op> create_silu(const Node&, const Graph&);         // elementwise.cc
 std::unique_ptr<Op> create_qlut(const Node&, const Graph&);         // qlut.cc
 std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
+std::unique_ptr<Op> create_qresize(const Node&, const Graph&);
+std::unique_ptr<Op> create_nhwc_qresize(const Node&, const Graph&);
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
@@ -37,7 +39,8 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
       {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},
       {"NhwcGlobalAveragePool", create_nhwc_gap}, {"NhwcGlobalMaxPool", create_nhwc_gmp},
       {"Silu", create_silu},                  {"QLut", create_qlut},
-      {"NhwcResize", create_nhwc_resize},
+      {"NhwcResize", create_nhwc_resize},     {"QResize", create_qresize},
+      {"NhwcQResize", create_nhwc_qresize},
   };
   auto it = ops.find(node.op);
   if (it == ops.end()) throw Error("internal op " + node.op + " is unknown");

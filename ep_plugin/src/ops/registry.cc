@@ -71,7 +71,8 @@ std::string why_unsupported(const Node& node, const Graph& graph) {
 std::vector<size_t> resize_shape_inputs(const Node& node);  // resize.cc
 
 std::vector<size_t> shape_value_inputs(const Node& node) {
-  if (node.domain == kInternalDomain && node.op == "NhwcResize") return resize_shape_inputs(node);
+  if (node.domain == kInternalDomain && (node.op == "NhwcResize" || node.op == "QResize" || node.op == "NhwcQResize"))
+    return resize_shape_inputs(node);
   const OpDef* def = node.domain.empty() || node.domain == "ai.onnx" ? find_def(node) : nullptr;
   return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
 }

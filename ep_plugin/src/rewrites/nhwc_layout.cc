@@ -388,6 +388,8 @@ class Rewriter {
       *data = {kQBinaryA, kQBinaryB};
     } else if (internal && (n.op == "Silu" || n.op == "QLut")) {  // element-wise (activation_fusion, qdq_lut)
       *data = {0};
+    } else if (internal && n.op == "QResize") {  // quantized_data_movement's linear Resize on bytes
+      *data = {0};
     } else if (n.outputs.empty() || !is_onnx(n)) {
       return false;
     } else if (unary_ops().count(n.op) || pool_ops().count(n.op) || n.op == "Resize") {
@@ -404,7 +406,7 @@ class Rewriter {
   // Whether non-data input k of `n` may stay as it is: absent, a scalar, or read as NCHW's by the NHWC form.
   bool keeps_input(const Node& n, size_t k) const {
     if (n.domain == kInternalDomain && n.op == "QLut") return true;  // its table: 256 bytes, layout-free
-    if (n.op == "Resize") return true;  // roi, scales, sizes: NhwcResize reads them as NCHW's
+    if (n.op == "Resize" || n.op == "QResize") return true;  // roi, scales, sizes: read as NCHW's by the NHWC form
     const ValueInfo* vi = info(n.inputs[k]);
     return n.inputs[k].empty() || (vi && vi->has_shape && shape_numel(vi->shape) == 1);
   }
@@ -425,6 +427,8 @@ class Rewriter {
     } else if (node.op == "Resize") {  // keeps its opset: it decides how scales / sizes are read
       node.op = "NhwcResize";
       node.domain = kInternalDomain;
+    } else if (node.domain == kInternalDomain && node.op == "QResize") {
+      node.op = "NhwcQResize";
     }
   }
 

@@ -1,6 +1,6 @@
 // What the QDQ rewrites (qdq_units, qdq_adds, quantized_data_movement) check of the DequantizeLinear /
 // QuantizeLinear nodes around a unit: per-tensor activations, constant weights per tensor or per channel,
-// biases as float or dequantized int32 constants.
+// biases as float or dequantized int32 constants; and the requantization some of them insert.
 #pragma once
 
 #include <cmath>
@@ -54,6 +54,30 @@ inline bool same_quantization(const Graph& g, const Node& dq, const Node& q) {
   const std::string dz = dq.has_input(2) ? dq.inputs[2] : "", qz = q.has_input(2) ? q.inputs[2] : "";
   return dtype_of(g, dq.inputs[0]) == dtype_of(g, q.outputs[0]) && same_scalar_constant(g, dq.inputs[1], q.inputs[1]) &&
          ((dz.empty() && qz.empty()) || (!dz.empty() && !qz.empty() && same_scalar_constant(g, dz, qz)));
+}
+
+// QuantizeLinear(dq's float output) into q's quantization, as a new node writing a new value shaped as dq's
+// output (qdq_lut turns the DQ -> Q pair into a 256-byte table). The caller adds the node to the graph.
+inline Node requantize_like(Graph& g, const Node& dq, const Node& q) {
+  std::string out = dq.outputs[0] + "/requantized";
+  for (int k = 1; g.values.count(out) || g.constants.count(out); ++k) out = dq.outputs[0] + "/requantized_" + std::to_string(k);
+  ValueInfo vi;
+  vi.name = out;
+  vi.dtype = dtype_of(g, q.outputs[0]);
+  if (const ValueInfo* src = g.value(dq.outputs[0])) {
+    vi.has_shape = src->has_shape;
+    vi.shape = src->shape;
+  }
+  g.values[out] = vi;
+  Node rq;
+  rq.name = out + "/QuantizeLinear";
+  rq.op = "QuantizeLinear";
+  rq.since_version = q.since_version;
+  rq.inputs = {dq.outputs[0], q.inputs[1]};
+  if (q.has_input(2)) rq.inputs.push_back(q.inputs[2]);
+  rq.outputs = {out};
+  rq.attrs = q.attrs;
+  return rq;
 }
 
 // The activation side: DequantizeLinear of a uint8/int8 value, per tensor.

@@ -16,13 +16,6 @@ namespace {
 
 bool is_onnx(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
 
-// A fresh value name based on `base`.
-std::string fresh_value(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int k = 1; g.values.count(name) || g.constants.count(name); ++k) name = base + "_" + std::to_string(k);
-  return name;
-}
-
 }  // namespace
 
 size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx) {
@@ -46,7 +39,6 @@ size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx) {
       ctx.refuse("qdq_concat", g.nodes[i], "an input is not a per-tensor DequantizeLinear of uint8/int8");
       continue;
     }
-    const DType qt = dtype_of(g, q->outputs[0]);
     for (size_t k = 0; k < dqs.size(); ++k) {
       const Node& dq = *dqs[k];
       if (same_quantization(g, dq, *q)) {  // already quantized as the output is: its bytes as they are
@@ -54,25 +46,8 @@ size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx) {
         m.kill_if_unread(&dq);
         continue;
       }
-      Node rq;  // into the output's quantization: qdq_lut makes DQ -> Q one table
-      const std::string out = fresh_value(g, dq.outputs[0] + "/requantized");
-      ValueInfo vi;
-      vi.name = out;
-      vi.dtype = qt;
-      if (const ValueInfo* src = g.value(dq.outputs[0])) {
-        vi.has_shape = src->has_shape;
-        vi.shape = src->shape;
-      }
-      g.values[out] = vi;
-      rq.name = out + "/QuantizeLinear";
-      rq.op = "QuantizeLinear";
-      rq.since_version = q->since_version;
-      rq.inputs = {dq.outputs[0], q->inputs[1]};
-      if (q->has_input(2)) rq.inputs.push_back(q->inputs[2]);
-      rq.outputs = {out};
-      rq.attrs = q->attrs;
-      m.rewire_input(g.nodes[i], k, out);
-      added.push_back(std::move(rq));
+      added.push_back(requantize_like(g, dq, *q));  // into the output's quantization
+      m.rewire_input(g.nodes[i], k, added.back().outputs[0]);
     }
     g.nodes[i].outputs[0] = q->outputs[0];
     m.kill(q);
