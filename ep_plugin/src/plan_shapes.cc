@@ -96,13 +96,17 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
     }
     max_scratch = std::max(max_scratch, sp->step_scratch[si]);
     // A view (Reshape, Flatten, Squeeze...) of a temporary this step reads last: the output takes over the
-    // input's buffer, and the step copies nothing.
+    // input's buffer, and the step copies nothing. An in-place input (a convolution's residual) likewise, when
+    // it has the output's shape: the output overwrites it element by element.
     int alias_of = -1;
-    if (s.op->output_aliases_input() && !s.in.empty() && s.in[0] >= 0 && s.out.size() == 1 && s.out[0] >= 0) {
-      const size_t in0 = static_cast<size_t>(s.in[0]), o0 = static_cast<size_t>(s.out[0]);
+    const bool view = s.op->output_aliases_input();
+    const int k = view ? 0 : s.op->in_place_input();
+    if (k >= 0 && static_cast<size_t>(k) < s.in.size() && s.in[static_cast<size_t>(k)] >= 0 && !s.out.empty() &&
+        s.out[0] >= 0 && (view ? s.out.size() == 1 : !outs.empty())) {
+      const size_t in0 = static_cast<size_t>(s.in[static_cast<size_t>(k)]), o0 = static_cast<size_t>(s.out[0]);
       if (slots_[in0].kind == SlotKind::kTemp && slots_[o0].kind == SlotKind::kTemp && last_use_[in0] == static_cast<int>(si) &&
-          slots_[in0].dtype == slots_[o0].dtype)
-        alias_of = s.in[0];
+          slots_[in0].dtype == slots_[o0].dtype && (view || sp->shapes[in0] == outs[0]))
+        alias_of = static_cast<int>(in0);
     }
     for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) {
       if (s.out[o] < 0) continue;
@@ -115,7 +119,7 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
         } catch (const std::exception& e) {
           throw Error(step_error(s, sp->shapes, e.what()), ORT_INVALID_ARGUMENT);
         }
-        sp->offsets[slot] = alias_of >= 0 ? sp->offsets[static_cast<size_t>(alias_of)] : arena.allocate(bytes);
+        sp->offsets[slot] = alias_of >= 0 && o == 0 ? sp->offsets[static_cast<size_t>(alias_of)] : arena.allocate(bytes);
         if (last_use_[slot] < 0) arena.release(sp->offsets[slot]);
       }
     }

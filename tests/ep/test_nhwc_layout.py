@@ -268,3 +268,23 @@ def test_an_average_pool_window_far_larger_than_its_input_stays_cheap_and_exact(
                        {"x": (np.float32, [2, 3, 7, 7])}, ["y"], {"w": rand(RNG, 40, 3, 1, 1)})
     steps = _check(model, {"x": rand(RNG, 2, 3, 7, 7)})
     assert _ops(steps)[:3] == ["ToNhwc", "NhwcConv", "NhwcAveragePool"], steps
+
+
+@pytest.mark.parametrize("residual_read_later", [False, True])
+def test_a_residual_that_dies_at_its_convolution_gives_the_output_its_buffer(residual_read_later):
+    """conv(x) + r with r the output of an earlier convolution: where r is read last there, the plan gives the sum
+    r's buffer (the epilogue reads each element before writing it); where a later node still reads r, not."""
+    nodes = [N("Conv", ["x", "w0"], ["r0"], name="c0"), N("Relu", ["r0"], ["r"], name="relu"),
+             N("Conv", ["r", "w1"], ["c1"], pads=[1, 1, 1, 1], name="c1"), N("Relu", ["c1"], ["h"], name="relu1"),
+             N("Conv", ["h", "w2"], ["c2"], name="c2"), N("Add", ["c2", "r"], ["y"], name="add")]
+    outputs = ["y"]
+    if residual_read_later:
+        nodes.append(N("Conv", ["r", "w3"], ["z"], name="c3"))
+        nodes.append(N("Add", ["y", "z"], ["y2"], name="add2"))
+        outputs = ["y2"]
+    model = make_model(nodes, {"x": (np.float32, [2, 8, 9, 11])}, outputs,
+                       {"w0": rand(RNG, 24, 8, 1, 1), "w1": rand(RNG, 16, 24, 3, 3), "w2": rand(RNG, 24, 16, 1, 1),
+                        "w3": rand(RNG, 24, 24, 1, 1)} if residual_read_later else
+                       {"w0": rand(RNG, 24, 8, 1, 1), "w1": rand(RNG, 16, 24, 3, 3), "w2": rand(RNG, 24, 16, 1, 1)})
+    steps = _check(model, {"x": rand(RNG, 2, 8, 9, 11)})
+    assert "NhwcConv 'c2' + Add 'add'" in steps, steps

@@ -146,6 +146,9 @@ class NhwcConvImpl : public Op {
     weights_.shrink_to_fit();
   }
 
+  // The residual (input 3): every kernel reads an output element's residual in the epilogue that writes it.
+  int in_place_input() const override { return 3; }
+
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
     const Shape y = nhwc_conv_output_shape(cg_, *in[0]);

@@ -93,6 +93,10 @@ class Op {
   // Identity): the plan may then give the output the input's buffer, and run() must copy only when the
   // two differ.
   virtual bool output_aliases_input() const { return false; }
+  // An input whose buffer output 0 may take over when this step reads it last and the two have one shape and
+  // dtype, or -1: run() reads each element of that input before writing the same element of the output
+  // (a convolution's residual, summed in its epilogue), so the step needs no second buffer of that size.
+  virtual int in_place_input() const { return -1; }
   // Called once at compile time with the kernel table the plan will run with (e.g. to pack weights
   // in the layout of the kernel that will read them).
   virtual void prepare(const kernels::KernelTable& kernels) { (void)kernels; }
