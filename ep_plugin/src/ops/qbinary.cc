@@ -85,8 +85,9 @@ class QBinaryImpl : public Op {
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    if (*in[kQBinaryA] == *in[kQBinaryB]) return 0;
-    return 2 * static_cast<size_t>(shape_numel(broadcast_shapes(*in[kQBinaryA], *in[kQBinaryB])));
+    const Shape ys = broadcast_shapes(*in[kQBinaryA], *in[kQBinaryB]);
+    if (*in[kQBinaryA] == *in[kQBinaryB] || rows_of(*in[kQBinaryA], *in[kQBinaryB], ys).len > 0) return 0;
+    return 2 * static_cast<size_t>(shape_numel(ys));
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
@@ -109,18 +110,29 @@ class QBinaryImpl : public Op {
  private:
   // One side whole and the other repeating along leading dims over rows of at least 16 values (a
   // squeeze-excite scale [N, 1, 1, C] over an NHWC [N, H, W, C]): one kernel call per row, no broadcast copy.
+  struct Rows {
+    int64_t len = 0;  // values per row (the trailing dims both sides share); 0: not this case
+    size_t lead = 0;  // the leading dims the rows are indexed by
+  };
+  static Rows rows_of(const Shape& as, const Shape& bs, const Shape& ys) {
+    const bool a_whole = as == ys, b_whole = bs == ys;
+    const Shape& rs = a_whole ? bs : as;  // the repeating side
+    if (a_whole == b_whole || rs.size() != ys.size()) return {};
+    Rows r{1, ys.size()};
+    while (r.lead > 0 && rs[r.lead - 1] == ys[r.lead - 1]) r.len *= ys[--r.lead];
+    return r.len >= 16 && r.lead > 0 ? r : Rows{};
+  }
+
   // The sides swap when the whole one is b (+ and * commute exactly in float). False when not that case.
   bool run_rows(const RunContext& rc, const uint8_t* a, const Shape& as, const uint8_t* b, const Shape& bs,
                 const TensorOut& out) const {
     const Shape& ys = *out.shape;
-    const bool a_whole = as == ys, b_whole = bs == ys;
-    if (a_whole == b_whole) return false;
-    const Shape& rs = a_whole ? bs : as;  // the repeating side
-    if (rs.size() != ys.size()) return false;
-    size_t d = ys.size();
-    int64_t row = 1;
-    while (d > 0 && rs[d - 1] == ys[d - 1]) row *= ys[--d];
-    if (row < 16 || d == 0) return false;
+    const Rows rows = rows_of(as, bs, ys);
+    if (rows.len == 0) return false;
+    const bool a_whole = as == ys;
+    const Shape& rs = a_whole ? bs : as;
+    const size_t d = rows.lead;
+    const int64_t row = rows.len;
     std::vector<int64_t> stride(d, 0);  // the repeating side's stride (in rows) per leading dim, 0 if repeated
     for (int64_t s = 1, i = static_cast<int64_t>(d) - 1; i >= 0; --i) {
       stride[static_cast<size_t>(i)] = rs[static_cast<size_t>(i)] == 1 ? 0 : s;
