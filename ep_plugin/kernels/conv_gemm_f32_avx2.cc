@@ -30,6 +30,7 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   int64_t base[MR];
   conv_row_bases(r, m, MR, base);
   const float* w = g.w + p * r.taps * r.k_tap * 16;
+  const bool prefetch_next = (p + 1) * 16 >= g.n;
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) {
@@ -41,6 +42,11 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
     for (int64_t c = 0; c < r.k_tap; ++c, w += 16) {
+      // The next tile's rows, a line per row every 16 values, once per row block: as in conv_gemm_f32_avx512.cc.
+      if (prefetch_next && (c & 15) == 0) {
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char*>(a[i] + c + MR * r.cs), _MM_HINT_T0);
+      }
       const __m256 b0 = _mm256_loadu_ps(w), b1 = _mm256_loadu_ps(w + 8);
 #pragma GCC unroll 6
       for (int i = 0; i < MR; ++i) {

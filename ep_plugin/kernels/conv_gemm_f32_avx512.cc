@@ -38,6 +38,7 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   conv_row_bases(r, m, MR, base);
   const int64_t panel_stride = r.taps * r.k_tap * 16;
   const float* w = g.w + p * panel_stride;
+  const bool prefetch_next = (p + NP) * 16 >= g.n;
   __m512 acc[MR][NP];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -47,6 +48,13 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
     for (int64_t c = 0; c < r.k_tap; ++c, w += 16) {
+      // Ask for the next tile's rows (MR pixels on) a line per row every 16 values, once per row block (from
+      // its last panels): A streams from L3 or DRAM on large feature maps, and the hardware prefetchers miss
+      // the row-interleaved reads (a 1x1 conv to 16 channels ran at half the FMA peak without this).
+      if (prefetch_next && (c & 15) == 0) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char*>(a[i] + c + MR * r.cs), _MM_HINT_T0);
+      }
       __m512 b[NP];
       for (int q = 0; q < NP; ++q) b[q] = _mm512_loadu_ps(w + q * panel_stride);
 #pragma GCC unroll 8

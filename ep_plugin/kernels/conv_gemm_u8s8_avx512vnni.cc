@@ -79,6 +79,7 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   // The convolution's per-column epilogue stays in registers: its sums start at the columns' zero-point
   // compensation. Any other epilogue goes through store_row, which adds it.
   const bool per_column = ep.scale_col && !ep.scale_row && !ep.bias_row;
+  const bool prefetch_next = (p + NP) * 16 >= g.n;
   __m512i acc[MR][NP];
   for (int q = 0; q < NP; ++q) {
     const __m512i comp = per_column ? _mm512_maskz_loadu_epi32(mask16(panel_cols(g.n, p + q)), g.comp_col + (p + q) * 16)
@@ -91,6 +92,11 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
     for (int64_t k = 0; k < kq_tap; ++k, w += 64) {
+      // The next tile's rows, a line per row every 64 bytes, once per row block: as in conv_gemm_f32_avx512.cc.
+      if (prefetch_next && (k & 15) == 0) {
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) _mm_prefetch(reinterpret_cast<const char*>(a[i] + 4 * k + MR * r.cs), _MM_HINT_T0);
+      }
       __m512i b[NP];
       for (int q = 0; q < NP; ++q) b[q] = _mm512_loadu_si512(w + q * panel_stride);
 #pragma GCC unroll 8

@@ -42,34 +42,38 @@ inline __attribute__((always_inline)) void unrolled(F&& f) {
 
 // Horizontal stride S, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose
 // windows lie inside the input row, P at a time. Per channel block and kernel row, the row's KW weights
-// are loaded once and each input pixel once for the outputs that read it (up to KW / S). Channels inside
-// the pixel loop keep the reads sequential.
+// are loaded once and each input pixel once for the outputs that read it (up to KW / S). Each channel block
+// walks the whole row with its weights in registers.
 template <typename V, int KH, int KW, int S, int P, typename LoadX, typename Finish>
 void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                    int64_t ox_end, LoadX load_x, Finish finish) {
+  if (ox + P > ox_end) return;
   bool row_ok[KH];
   unrolled<KH>([&](auto ky) { row_ok[ky] = iy0 + ky >= 0 && iy0 + ky < g.h; });
-  for (int64_t o = ox; o + P <= ox_end; o += P) {
-    const int64_t x0 = o * S - g.pw;
-    for (int64_t j = 0; j < g.channels; j += V::kLanes) {
-      const typename V::Mask k = V::mask_of(g.channels - j);
+  // The last kernel row also asks for the S rows the next output row will add: read once from memory here,
+  // they are in cache when needed (large feature maps stream from DRAM otherwise).
+  const bool next_ok = iy0 + KH - 1 + S < g.h;
+  for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+    const typename V::Mask k = V::mask_of(g.channels - j);
+    typename V::Reg wv[KH][KW];  // the block's weights stay in registers along the row
+    unrolled<KH>([&](auto ky) { unrolled<KW>([&](auto kx) { wv[ky][kx] = V::load(k, w + (ky * KW + kx) * g.channels + j); }); });
+    for (int64_t o = ox; o + P <= ox_end; o += P) {
+      const int64_t x0 = o * S - g.pw;
       typename V::Reg acc[P];
       unrolled<P>([&](auto p) { acc[p] = V::zero(); });
       unrolled<KH>([&](auto ky) {
         if (!row_ok[ky]) return;
-        typename V::Reg wv[KW];
-        unrolled<KW>([&](auto kx) { wv[kx] = V::load(k, w + (ky * KW + kx) * g.channels + j); });
         const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
-        // The last kernel row also asks for the row the next output row will add (S rows down): read once
-        // from memory here, it is in cache when needed (large feature maps stream from DRAM otherwise).
         constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
-        const bool next_ok = kPrefetch && iy0 + KH - 1 + S < g.h;
         unrolled<(P - 1) * S + KW>([&](auto c) {
-          if (kPrefetch && next_ok) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+          if (kPrefetch && next_ok) {
+            _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+            if constexpr (S == 2) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+          }
           const typename V::Reg v = load_x(row + c * g.cs, j, k);
           unrolled<P>([&](auto p) {
             constexpr int kx = decltype(c)::value - S * decltype(p)::value;
-            if constexpr (kx >= 0 && kx < KW) acc[p] = V::fma(v, wv[kx], acc[p]);
+            if constexpr (kx >= 0 && kx < KW) acc[p] = V::fma(v, wv[ky][kx], acc[p]);
           });
         });
       });
@@ -122,18 +126,22 @@ void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, in
     // 3x3 at stride 1 or 2, 5x5 at stride 1 (5x5 at stride 2 measured no faster than the loop below).
     const bool w3 = g.kh == 3 && g.kw == 3 && (g.sw == 1 || g.sw == 2), w5 = g.kh == 5 && g.kw == 5 && g.sw == 1;
     if ((w3 || w5) && g.dw == 1 && g.dh == 1) {
-      // Eight pixels per step (more independent sums in flight), then four.
+      // Eight pixels per step (more independent sums in flight), then four, then one at a time (the
+      // general path below would re-derive each tap's offset per pixel).
       const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
-      auto rows = [&](auto kernel8, auto kernel4) {
+      auto rows = [&](auto kernel8, auto kernel4, auto kernel1) {
         kernel8(g, x, w, image, y0, m_row, ox, ox + n8, load_x, finish);
         kernel4(g, x, w, image, y0, m_row, ox + n8, ox + n8 + n4, load_x, finish);
+        kernel1(g, x, w, image, y0, m_row, ox + n8 + n4, ox + (run_end - m), load_x, finish);
       };
       using LX = decltype(load_x);
       using FN = decltype(finish);
-      if (g.kh == 3 && g.sw == 1) rows(dw_row_window<V, 3, 3, 1, 8, LX, FN>, dw_row_window<V, 3, 3, 1, 4, LX, FN>);
-      else if (g.kh == 3) rows(dw_row_window<V, 3, 3, 2, 8, LX, FN>, dw_row_window<V, 3, 3, 2, 4, LX, FN>);
-      else rows(dw_row_window<V, 5, 5, 1, 8, LX, FN>, dw_row_window<V, 5, 5, 1, 4, LX, FN>);
-      m += n8 + n4;
+      if (g.kh == 3 && g.sw == 1)
+        rows(dw_row_window<V, 3, 3, 1, 8, LX, FN>, dw_row_window<V, 3, 3, 1, 4, LX, FN>, dw_row_window<V, 3, 3, 1, 1, LX, FN>);
+      else if (g.kh == 3)
+        rows(dw_row_window<V, 3, 3, 2, 8, LX, FN>, dw_row_window<V, 3, 3, 2, 4, LX, FN>, dw_row_window<V, 3, 3, 2, 1, LX, FN>);
+      else rows(dw_row_window<V, 5, 5, 1, 8, LX, FN>, dw_row_window<V, 5, 5, 1, 4, LX, FN>, dw_row_window<V, 5, 5, 1, 1, LX, FN>);
+      m = run_end;
     }
     for (; m + kDwPixels <= run_end; m += kDwPixels) {
       const int64_t x0 = (m % g.ow) * g.sw - g.pw;
