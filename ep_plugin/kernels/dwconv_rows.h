@@ -11,11 +11,11 @@
 #pragma once
 
 #include <algorithm>
-#include <utility>
 
 #include <immintrin.h>
 
 #include "dwconv_taps.h"
+#include "unrolled.h"
 
 namespace optim::kernels {
 namespace {
@@ -29,21 +29,9 @@ struct DwInput {
   int64_t elem;
 };
 
-// Calls f(std::integral_constant<int, I>) for I = 0 .. N-1, unrolled at compile time: the register arrays
-// below are indexed by constants only, or GCC keeps them on the stack.
-template <typename F, int... I>
-inline __attribute__((always_inline)) void unrolled(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>{}), ...);
-}
-template <int N, typename F>
-inline __attribute__((always_inline)) void unrolled(F&& f) {
-  unrolled(f, std::make_integer_sequence<int, N>{});
-}
-
 // Horizontal stride S, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose
-// windows lie inside the input row, P at a time. Per channel block and kernel row, the row's KW weights
-// are loaded once and each input pixel once for the outputs that read it (up to KW / S). Each channel block
-// walks the whole row with its weights in registers.
+// windows lie inside the input row, P at a time. Each channel block walks the whole row with the window's
+// weights in registers, loading each input pixel once for the outputs that read it (up to KW / S).
 template <typename V, int KH, int KW, int S, int P, typename LoadX, typename Finish>
 void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                    int64_t ox_end, LoadX load_x, Finish finish) {
