@@ -61,21 +61,26 @@ kernels::DwconvGeometry NhwcConvLayout::depthwise(int64_t channels) const {
 }
 
 void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t macs_per_row_panel,
+                         double input_bytes, double panel_bytes,
                          const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
   if (m <= 0 || panels <= 0) return;
   const double macs = static_cast<double>(m) * static_cast<double>(panels) * static_cast<double>(macs_per_row_panel);
   const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
   const int64_t m_units = (m + mr - 1) / mr, p_units = (panels + 1) / 2;
-  // Split the panels first when a row block's weights outweigh its pixels (few pixels, long K: later
-  // layers), so each task reads its weights once; otherwise split the pixels.
-  const bool panels_first = p_units >= 2 && m_units * mr < 16 * 16;
+  // Each block of rows reads the weights of its panels, each block of panels the input its rows read: of
+  // the grids of kMinTasks to `wanted` tasks, take the one that moves the fewest bytes. Early layers (large
+  // images, small weights) split the pixels; late ones (7x7 or 14x14 images, megabytes of weights) split
+  // the panels too, or every task would stream all the weights from L3 for a few pixels (two threads then
+  // wait on L3 more than they compute).
+  constexpr int64_t kMinTasks = 16;  // enough to keep a few threads evenly busy
+  const double weight_bytes = static_cast<double>(panels) * panel_bytes;
+  const int64_t least = std::min(wanted, kMinTasks);
   int64_t mb = 1, pb = 1;
-  if (panels_first) {
-    pb = std::min(p_units, wanted);
-    mb = std::min(m_units, (wanted + pb - 1) / pb);
-  } else {
-    mb = std::min(m_units, wanted);
-    pb = std::min(p_units, (wanted + mb - 1) / mb);
+  double best = -1;
+  for (int64_t p = 1; p <= std::min(p_units, wanted); ++p) {
+    const int64_t r = std::clamp<int64_t>((least + p - 1) / p, 1, std::min(m_units, std::max<int64_t>(1, wanted / p)));
+    const double bytes = static_cast<double>(r) * weight_bytes + static_cast<double>(p) * input_bytes;
+    if (best < 0 || bytes < best) best = bytes, mb = r, pb = p;
   }
   const int64_t m_step = (m_units + mb - 1) / mb * mr, p_step = (p_units + pb - 1) / pb * 2;
   rc.parallel_for(static_cast<size_t>(mb * pb), [&](size_t t) {
@@ -242,6 +247,8 @@ class NhwcConvImpl : public Op {
         a.ep.bias = bias_.empty() ? nullptr : bias_.data() + gi * cout_g;
         if (residual) a.ep.residual = residual + (y0 - y) + gi * cout_g;  // the same pixels and channels
         run_conv_gemm_tasks(rc, images * l.pixels(), panels, mr, 16 * taps * cin_g,
+                            static_cast<double>(images * image_stride / cg_.group) * sizeof(float),
+                            static_cast<double>(t.count * t.k_tap * 16) * sizeof(float),
                             [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { rc.kernels.conv_gemm_f32(m0, m1, p0, p1, a); });
       }
     };

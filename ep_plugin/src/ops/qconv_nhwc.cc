@@ -113,6 +113,8 @@ class NhwcQConvImpl : public Op {
         a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
         a.ep = &gep;
         run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
+                            static_cast<double>(images * image_stride / cg_.group * elem_bytes()),
+                            static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
                             [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { kernel(m0, m1, p0, p1, a); });
       }
     };
