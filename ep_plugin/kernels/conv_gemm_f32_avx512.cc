@@ -40,11 +40,13 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const float* w = g.w + p * panel_stride;
   const bool prefetch_next = (p + NP) * 16 >= g.n;
   // The epilogue's lines, asked for now so that they arrive during the K loop: the output for writing
-  // (PREFETCHW: no read-for-ownership stall at the store) and a separate residual for reading. Large
-  // outputs stream from L3 or DRAM (ResNet-50's 64->256 1x1 with its residual: 11.0 -> 10.0 ms).
+  // (PREFETCHW: no read-for-ownership stall at the store) and a separate residual for reading. Short-K
+  // tiles (1x1 convolutions) wait on them otherwise: ResNet-50 b8's 64->256 1x1 with its residual 10.6 ->
+  // 9.5 ms; long-K tiles gain nothing, the lines could leave L1 before the epilogue.
+  constexpr int64_t kPrefetchEpilogueMaxK = 512;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
-    for (int q = 0; q < NP; ++q) {
+    for (int q = 0; q < NP && r.taps * r.k_tap <= kPrefetchEpilogueMaxK; ++q) {
       __builtin_prefetch(g.c + (m + i) * g.ldc + (p + q) * 16, 1, 3);
       if (g.ep.residual && g.ep.residual != g.c)
         __builtin_prefetch(g.ep.residual + (m + i) * g.ep.ld_residual + (p + q) * 16, 0, 3);

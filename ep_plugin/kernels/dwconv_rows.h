@@ -30,8 +30,8 @@ struct DwInput {
 };
 
 // Horizontal stride S, no dilation, a KH x KW window: pixels [ox, ox_end) of one output row whose
-// windows lie inside the input row, P at a time. Each channel block walks the whole row with the window's
-// weights in registers, loading each input pixel once for the outputs that read it (up to KW / S).
+// windows lie inside the input row, P at a time, loading each input pixel once for the outputs that read
+// it (up to KW / S).
 template <typename V, int KH, int KW, int S, int P, typename LoadX, typename Finish>
 void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t image, int64_t iy0, int64_t m_row, int64_t ox,
                    int64_t ox_end, LoadX load_x, Finish finish) {
@@ -41,32 +41,47 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
   // The last kernel row also asks for the S rows the next output row will add: read once from memory here,
   // they are in cache when needed (large feature maps stream from DRAM otherwise).
   const bool next_ok = iy0 + KH - 1 + S < g.h;
-  for (int64_t j = 0; j < g.channels; j += V::kLanes) {
-    const typename V::Mask k = V::mask_of(g.channels - j);
-    typename V::Reg wv[KH][KW];  // the block's weights stay in registers along the row
+  using Weights = typename V::Reg[KH][KW];
+  auto load_weights = [&](int64_t j, typename V::Mask k, Weights& wv) {
     unrolled<KH>([&](auto ky) { unrolled<KW>([&](auto kx) { wv[ky][kx] = V::load(k, w + (ky * KW + kx) * g.channels + j); }); });
-    for (int64_t o = ox; o + P <= ox_end; o += P) {
-      const int64_t x0 = o * S - g.pw;
-      typename V::Reg acc[P];
-      unrolled<P>([&](auto p) { acc[p] = V::zero(); });
-      unrolled<KH>([&](auto ky) {
-        if (!row_ok[ky]) return;
-        const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
-        constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
-        unrolled<(P - 1) * S + KW>([&](auto c) {
-          if (kPrefetch && next_ok) {
-            _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
-            if constexpr (S == 2) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
-          }
-          const typename V::Reg v = load_x(row + c * g.cs, j, k);
-          unrolled<P>([&](auto p) {
-            constexpr int kx = decltype(c)::value - S * decltype(p)::value;
-            if constexpr (kx >= 0 && kx < KW) acc[p] = V::fma(v, wv[ky][kx], acc[p]);
-          });
+  };
+  // P pixels from output column o, channels [j, j + lanes).
+  auto pixels = [&](int64_t o, int64_t j, typename V::Mask k, const Weights& wv) {
+    const int64_t x0 = o * S - g.pw;
+    typename V::Reg acc[P];
+    unrolled<P>([&](auto p) { acc[p] = V::zero(); });
+    unrolled<KH>([&](auto ky) {
+      if (!row_ok[ky]) return;
+      const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
+      constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
+      unrolled<(P - 1) * S + KW>([&](auto c) {
+        if (kPrefetch && next_ok) {
+          _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+          if constexpr (S == 2) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+        }
+        const typename V::Reg v = load_x(row + c * g.cs, j, k);
+        unrolled<P>([&](auto p) {
+          constexpr int kx = decltype(c)::value - S * decltype(p)::value;
+          if constexpr (kx >= 0 && kx < KW) acc[p] = V::fma(v, wv[ky][kx], acc[p]);
         });
       });
-      unrolled<P>([&](auto p) { finish(m_row + o + p, j, k, acc[p]); });
+    });
+    unrolled<P>([&](auto p) { finish(m_row + o + p, j, k, acc[p]); });
+  };
+  Weights wv;
+  if constexpr (S == 1) {  // each channel block walks the row with its weights in registers
+    for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+      const typename V::Mask k = V::mask_of(g.channels - j);
+      load_weights(j, k, wv);
+      for (int64_t o = ox; o + P <= ox_end; o += P) pixels(o, j, k, wv);
     }
+  } else {  // strided: all channels of P pixels before the next ones (measured faster: fewer rows in flight)
+    for (int64_t o = ox; o + P <= ox_end; o += P)
+      for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+        const typename V::Mask k = V::mask_of(g.channels - j);
+        load_weights(j, k, wv);
+        pixels(o, j, k, wv);
+      }
   }
 }
 

@@ -68,19 +68,30 @@ void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_
   const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
   const int64_t m_units = (m + mr - 1) / mr, p_units = (panels + 1) / 2;
   // Each block of rows reads the weights of its panels, each block of panels the input its rows read: of
-  // the grids of kMinTasks to `wanted` tasks, take the one that moves the fewest bytes. Early layers (large
-  // images, small weights) split the pixels; late ones (7x7 or 14x14 images, megabytes of weights) split
-  // the panels too, or every task would stream all the weights from L3 for a few pixels (two threads then
-  // wait on L3 more than they compute).
-  constexpr int64_t kMinTasks = 16;  // enough to keep a few threads evenly busy
+  // the grids of kMinTasks to `wanted` tasks, take one that moves at most 10% more bytes than the fewest,
+  // with as many tasks as it can (the threads finish together). Early layers (large images, small weights)
+  // split the pixels; late ones (7x7 or 14x14 images, megabytes of weights) split the panels too, or every
+  // task would stream all the weights from L3 for a few pixels (two threads then wait on L3).
+  constexpr int64_t kMinTasks = 16;
   const double weight_bytes = static_cast<double>(panels) * panel_bytes;
   const int64_t least = std::min(wanted, kMinTasks);
-  int64_t mb = 1, pb = 1;
-  double best = -1;
+  auto rows_range = [&](int64_t p) {  // row blocks [lo, hi] that give p panel blocks least..wanted tasks
+    const int64_t hi = std::min(m_units, std::max<int64_t>(1, wanted / p));
+    return std::make_pair(std::min(hi, std::max<int64_t>(1, (least + p - 1) / p)), hi);
+  };
+  auto bytes = [&](int64_t r, int64_t p) { return static_cast<double>(r) * weight_bytes + static_cast<double>(p) * input_bytes; };
+  double fewest = -1;
   for (int64_t p = 1; p <= std::min(p_units, wanted); ++p) {
-    const int64_t r = std::clamp<int64_t>((least + p - 1) / p, 1, std::min(m_units, std::max<int64_t>(1, wanted / p)));
-    const double bytes = static_cast<double>(r) * weight_bytes + static_cast<double>(p) * input_bytes;
-    if (best < 0 || bytes < best) best = bytes, mb = r, pb = p;
+    const double b = bytes(rows_range(p).first, p);
+    if (fewest < 0 || b < fewest) fewest = b;
+  }
+  int64_t mb = 1, pb = 1;
+  for (int64_t p = 1; p <= std::min(p_units, wanted); ++p) {
+    auto [lo, hi] = rows_range(p);
+    if (bytes(lo, p) > 1.1 * fewest) continue;
+    const int64_t r = std::clamp<int64_t>(static_cast<int64_t>((1.1 * fewest - static_cast<double>(p) * input_bytes) /
+                                                               std::max(weight_bytes, 1.0)), lo, hi);
+    if (r * p > mb * pb) mb = r, pb = p;
   }
   const int64_t m_step = (m_units + mb - 1) / mb * mr, p_step = (p_units + pb - 1) / pb * 2;
   rc.parallel_for(static_cast<size_t>(mb * pb), [&](size_t t) {
