@@ -184,6 +184,8 @@ using BinarySVFn = void (*)(BinaryOp op, float a, const float* b, float* out, in
 using UnaryFn = void (*)(UnaryOp op, const float* x, float* y, int64_t n);
 float unary_one(UnaryOp op, float x);  // one element of the scalar reference (eltwise_f32_scalar.cc)
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
+// Softmax of one contiguous row of n values: y = exp(x - max(x)) / sum (y may be x).
+using SoftmaxFn = void (*)(const float* x, float* y, int64_t n);
 
 // --- more element-wise float32: rounding, Softplus/Elu, trigonometry, powers, Max/Min (ops/math_ops.cc) ---
 // y[i] = f(x[i]) by ONNX's definitions, NaN propagating:
@@ -370,6 +372,7 @@ struct KernelTable {
   Kernel<ActivationFn> activation;
   Kernel<MathUnaryFn> math_unary;
   Kernel<MathBinaryFn> math_binary;
+  Kernel<SoftmaxFn> softmax;
   Kernel<Col2imRowFn> col2im_row;
   Kernel<RnnCellFn> rnn_cell;
   Kernel<QuantizeFn> quantize;

@@ -129,6 +129,10 @@ case("layernorm_axis1_nobias", [N("LayerNormalization", ["x", "s"], ["y"], axis=
      {"s": rand(RNG, 4, 6)})
 case("softmax_last", [N("Softmax", ["x"], ["y"])], {"x": rand(RNG, 3, 4, 19)}, ["y"], opset=13)
 case("softmax_axis1", [N("Softmax", ["x"], ["y"], axis=1)], {"x": rand(RNG, 3, 4, 5)}, ["y"], opset=13)
+# Attention-sized rows (197: ViT) with masked scores (-1e30, as a padding mask adds), and rows shorter than a vector.
+case("softmax_masked_rows", [N("Softmax", ["x"], ["y"])],
+     {"x": np.where(RNG.random((2, 3, 197)) < 0.3, np.float32(-1e30), rand(RNG, 2, 3, 197) * 8).astype(np.float32)}, ["y"], opset=13)
+case("softmax_short_rows", [N("Softmax", ["x"], ["y"])], {"x": rand(RNG, 5, 3) * 20}, ["y"], opset=13)
 case("softmax_opset11_flatten", [N("Softmax", ["x"], ["y"], axis=1)], {"x": rand(RNG, 3, 4, 5)}, ["y"], opset=11)
 
 # --- data movement ------------------------------------------------------------------------------

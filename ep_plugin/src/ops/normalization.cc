@@ -11,18 +11,6 @@ namespace {
 // not wait on one running total (a float sum or max cannot be reordered otherwise).
 constexpr int kLanes = 8;
 
-float row_max(const float* __restrict x, int64_t n) {
-  float part[kLanes];
-  for (int j = 0; j < kLanes; ++j) part[j] = -INFINITY;
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) part[j] = part[j] > x[i + j] ? part[j] : x[i + j];
-  float m = -INFINITY;
-  for (int j = 0; j < kLanes; ++j) m = std::max(m, part[j]);
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  return m;
-}
-
 // sum of (x[i] - center)^power for power 1 or 2, partial sums in float, combined in double.
 template <int Power>
 double row_sum(const float* __restrict x, int64_t n, float center) {
@@ -228,12 +216,8 @@ class SoftmaxImpl : public Op {
       const int64_t l0 = static_cast<int64_t>(t) * per, l1 = std::min(lines, l0 + per);
       for (int64_t l = l0; l < l1; ++l) {
         const int64_t base = (l / inner) * len * inner + (l % inner);
-        if (inner == 1) {  // contiguous line: the vector kernels do the subtract, exp and scale
-          const float mx = row_max(x + base, len);
-          rc.kernels.binary_vs(kernels::BinaryOp::kSub, x + base, mx, y + base, len);
-          rc.kernels.unary(kernels::UnaryOp::kExp, y + base, y + base, len);
-          const float sum = static_cast<float>(row_sum<1>(y + base, len, 0.f));
-          rc.kernels.binary_vs(kernels::BinaryOp::kMul, y + base, 1.f / sum, y + base, len);
+        if (inner == 1) {  // contiguous line: the softmax kernel
+          rc.kernels.softmax(x + base, y + base, len);
           continue;
         }
         float mx = -INFINITY;
