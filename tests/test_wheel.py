@@ -20,10 +20,11 @@ from embed_helpers import ROOT, mixed_model, run_checked
 
 pytestmark = [pytest.mark.slow, pytest.mark.wheel]
 
-HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn"}
+HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn", "fastapi", "uvicorn",
+         "ray"}
 # What the wheel is built from: a dist/ wheel older than any of these is stale.
 SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "cmake", "ep_plugin", "common", "exporter",
-           "optimizer", "models"]
+           "optimizer", "models", "serve"]
 
 
 def _newest_source() -> float:
