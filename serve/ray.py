@@ -40,11 +40,14 @@ class OptimModel:
     def __init__(self, path: str, name: str, version: str, threads: int | None, max_batch: int, max_delay_ms: float,
                  ep_options: dict):
         self.model = load(path, name, version, threads=threads, **ep_options)
+        self.counts = {"batches": 0, "requests": 0}
         self._batched.set_max_batch_size(max_batch)
         self._batched.set_batch_wait_timeout_s(max_delay_ms / 1e3)
 
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
     async def _batched(self, requests: list[Tensors]) -> list:
+        self.counts["batches"] += 1
+        self.counts["requests"] += len(requests)
         # The session blocks: run it in a worker thread, off the replica's event loop.
         return await asyncio.to_thread(run_groups, self.model.run, requests, self.model.batch_axis)
 
@@ -58,6 +61,10 @@ class OptimModel:
 
     def metadata(self) -> dict:
         return self.model.metadata()
+
+    def batch_counts(self) -> dict:
+        """This replica's batches run and requests in them so far."""
+        return dict(self.counts)
 
     async def __call__(self, request: Request) -> Response:
         """KServe v2 under the route prefix /v2/models/NAME: GET (metadata), GET .../ready, POST .../infer."""

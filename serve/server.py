@@ -7,6 +7,7 @@ Shutdown is graceful: uvicorn stops accepting connections, lets in-flight reques
 
 from __future__ import annotations
 
+import signal
 import threading
 
 import uvicorn
@@ -20,10 +21,27 @@ def _config(app, host: str, port: int, log_level: str, graceful_s: float) -> uvi
                           access_log=False, lifespan="on")
 
 
+class _Stopped(Exception):
+    pass
+
+
+def _stop(_signum, _frame) -> None:
+    raise _Stopped
+
+
 def serve_forever(app, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info",
                   graceful_s: float = GRACEFUL_S) -> None:
-    """Serves `app` until SIGINT/SIGTERM (then shuts down gracefully)."""
-    uvicorn.Server(_config(app, host, port, log_level, graceful_s)).run()
+    """Serves `app` until SIGINT/SIGTERM, then shuts down gracefully and returns. Call from the main thread."""
+    # uvicorn handles the signal (graceful shutdown), then raises it again for the handler it found installed:
+    # this one makes that a normal return instead of KeyboardInterrupt or death by SIGTERM.
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        uvicorn.Server(_config(app, host, port, log_level, graceful_s)).run()
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class BackgroundServer:
