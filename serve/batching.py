@@ -15,8 +15,10 @@ Tensors = dict[str, np.ndarray]
 
 
 def rows(inputs: Tensors) -> int:
-    """The request's batch size: dim 0 of its inputs (checked equal by models.ServedModel.check_inputs)."""
-    return next(iter(inputs.values())).shape[0] if inputs else 1
+    """The request's batch size: dim 0 of its inputs (checked equal by models.ServedModel.check_inputs); 1 for a
+    request without inputs or with a 0-d one (a model without a batch axis)."""
+    first = next(iter(inputs.values()), None)
+    return first.shape[0] if first is not None and first.ndim else 1
 
 
 def group_key(inputs: Tensors) -> tuple:

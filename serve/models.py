@@ -124,6 +124,12 @@ class ServedModel:
         """The response body and headers for `request`'s outputs."""
         return encode_response(self.name, self.version, request, outputs)
 
+    def failure(self, error: Exception) -> str:
+        """The sentence a client gets when running this model raised `error` (ONNX Runtime's message, cut down)."""
+        from optim.ep_plugin.ort_errors import ort_error_message
+
+        return f"model {self.name!r} failed: {ort_error_message(error)}"
+
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """All outputs by name for inputs that passed check_inputs (blocking)."""
         return dict(zip(self._output_names, self.session.run(self._output_names, inputs)))

@@ -79,7 +79,7 @@ class OptimModel:
         except ProtocolError as e:
             return JSONResponse({"error": str(e)}, status_code=e.status)
         except Exception as e:  # noqa: BLE001 - the model's own failure: a 500 with its cause
-            return JSONResponse({"error": f"model {self.model.name!r} failed: {e}"}, status_code=500)
+            return JSONResponse({"error": self.model.failure(e)}, status_code=500)
         body, headers = self.model.respond(decoded, outputs)
         return Response(body, headers=headers)
 

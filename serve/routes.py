@@ -56,10 +56,11 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
     (server.py). The app's state holds `models`, `batchers` and `metrics`."""
     metrics = Metrics()
     batchers: dict[str, Batcher] = {}
+    observers = {name: metrics.for_model(name) for name in models}
     for name, model in models.items():
         batchers[name] = Batcher(model.run, batch_axis=model.batch_axis, max_batch=options.max_batch,
                                  max_delay_ms=options.max_delay_ms, max_queue=options.max_queue,
-                                 timeout_s=options.timeout_s, observer=metrics.for_model(name), name=name)
+                                 timeout_s=options.timeout_s, observer=observers[name], name=name)
         metrics.watch_queue(name, lambda b=batchers[name]: b.depth)
     state = {"ready": True}
 
@@ -126,12 +127,10 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
             metrics.failed(name, _REASONS.get(type(e), "model_error"))
             return _error(e.status, str(e))
         except Exception as e:  # noqa: BLE001 - the model's own failure: a 500 with its cause, the server goes on
-            from optim.ep_plugin.ort_errors import ort_error_message
-
             metrics.failed(name, "model_error")
-            return _error(500, f"model {name!r} failed: {ort_error_message(e)}")
+            return _error(500, model.failure(e))
         body, headers = model.respond(decoded, outputs)
-        metrics.for_model(name).answered(time.perf_counter() - started)
+        observers[name].answered(time.perf_counter() - started)
         return Response(body, headers=headers)
 
     @app.get("/metrics")

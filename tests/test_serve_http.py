@@ -240,6 +240,31 @@ def test_full_queue_503_and_timeout_504(repo):
         assert sample(text, "optim_inference_failures_total", model="mlp", reason=reason) == count
 
 
+def test_a_failing_model_is_a_500_with_its_cause_and_the_server_goes_on(repo):
+    import optim.serve
+    from optim.serve.models import load
+    from optim.serve.server import BackgroundServer
+
+    model = load(repo / "mlp.onnx", threads=1)
+    run = model.run
+
+    def fails_on_nan(inputs):
+        if np.isnan(inputs["x"]).any():
+            raise RuntimeError("[ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : NaN seen")
+        return run(inputs)
+
+    model.run = fails_on_nan
+    x = np.ones((1, 32), np.float32)
+    with BackgroundServer(optim.serve.app({"mlp": model}, max_batch=1)) as server:
+        client = triton.InferenceServerClient(server.url)
+        with pytest.raises(InferenceServerException) as caught:
+            client.infer("mlp", [infer_input("x", x * np.nan)])
+        assert (caught.value.status(), caught.value.message()) == ("500", "model 'mlp' failed: NaN seen")
+        assert_close(client.infer("mlp", [infer_input("x", x)]).as_numpy("y"), run({"x": x})["y"])
+        assert sample(metrics(server), "optim_inference_failures_total", model="mlp", reason="model_error") == 1
+        client.close()
+
+
 def test_shutdown_answers_the_request_in_flight(repo):
     import optim.serve
     from optim.serve.server import BackgroundServer

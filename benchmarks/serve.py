@@ -1,0 +1,296 @@
+"""Load benchmark of `optim serve`: throughput and p50/p99 latency at 1, 8 and 32 concurrent clients, with and
+without dynamic batching, on ResNet-18 (224x224) and MiniLM-L6 (sequence 128; and 16, short queries).
+
+    taskset -c 1 .venv/bin/python benchmarks/serve.py [--models resnet18,minilm,minilm16] [--clients 1,8,32]
+        [--duration 10] [--warmup 2] [--max-batch 8] [--max-delay-ms 5] [--threads 1] [--json out.json]
+        [--no-markdown]
+
+The models come from realsize_prepare's cache (exported by optim, MiniLM as `optim export minilm` does, and
+optimized; fp32). Per model and mode, `optim serve` runs as a child process (--threads intra-op threads; "off" is
+--max-batch 1, "on" is --max-batch/--max-delay-ms); closed-loop clients (tritonclient over HTTP, binary tensors,
+one sample per request, one thread and connection each) send requests back to back, first for --warmup seconds
+(not counted), then for --duration seconds, timing each request at the client. The server's own metrics give the
+mean batch. The latency bound each row is checked against: with C clients and batches of at most B rows, a
+request waits at most max_delay, then for the batch running when it arrived and for the ceil(C/b) batches of
+b = min(C, B) rows that can be queued up to and including its own, and, as server and clients share the CPU, for
+the C requests' overhead o: p99 <= max_delay + (ceil(C/b) + 1) * T(b) + C * o (without batching max_delay = 0,
+b = 1). T(b) is a batch's compute time on a session alone (median); o is the median latency of one client without
+batching less T(1) (HTTP, protocol, the client's own work). Rewrites the serve table in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from optim.common.machine import core_count, cpu_summary
+from realsize_models import BY_NAME, model_inputs
+from realsize_prepare import prepare
+from run import HERE, _replace_between
+
+MARKERS = ("<!-- serve:begin -->", "<!-- serve:end -->")
+SHORT_SEQUENCE = 16  # MiniLM on short queries: where a batch-1 run leaves the kernels room to gain from batching
+
+
+@dataclass(frozen=True)
+class Served:
+    prepared: str  # realsize_prepare's model name (the file served)
+    label: str
+    sequence: int | None = None  # MiniLM's tokens per request (None: realsize_models' inputs)
+
+    def sample(self, seed: int) -> dict:
+        if self.sequence is None:
+            return model_inputs(self.prepared, 1, seed=seed)
+        from optim.models import minilm
+
+        return minilm.examples(seed=seed, batch=1, length=self.sequence)
+
+
+MODELS = {"resnet18": Served("resnet18", "ResNet-18 (224x224)"),
+          "minilm": Served("minilm", BY_NAME["minilm"].label),
+          "minilm16": Served("minilm", f"MiniLM-L6 (seq {SHORT_SEQUENCE})", SHORT_SEQUENCE)}
+DEFAULT_MODELS = "resnet18,minilm,minilm16"
+SAMPLES = 16  # distinct inputs the clients cycle through
+T_RUNS = 7  # session runs timed per batch size for T(b)
+OVERHEAD_S = 3.0  # seconds of one client without batching that measure a request's overhead o
+START_TIMEOUT_S = 120.0
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=DEFAULT_MODELS, help=f"comma-separated subset of {', '.join(MODELS)}")
+    ap.add_argument("--clients", default="1,8,32", help="comma-separated concurrent client counts")
+    ap.add_argument("--duration", type=float, default=10.0, help="seconds of counted requests per row")
+    ap.add_argument("--warmup", type=float, default=2.0, help="seconds of uncounted requests before each row")
+    ap.add_argument("--max-batch", type=int, default=8, help="the server's --max-batch with batching on")
+    ap.add_argument("--max-delay-ms", type=float, default=5.0, help="the server's --max-delay-ms with batching on")
+    ap.add_argument("--threads", type=int, default=1, help="the server's --threads (intra-op threads)")
+    ap.add_argument("--cache", default=str(HERE / ".cache"), help="realsize_prepare's cache folder")
+    ap.add_argument("--json", help="also write every result to this file")
+    ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
+    args = ap.parse_args(argv)
+    args.names = [m for m in args.models.split(",") if m]
+    unknown = [m for m in args.names if m not in MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    args.client_counts = [int(c) for c in args.clients.split(",")]
+    return args
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`optim serve MODEL` as a child process (it inherits this process's CPU affinity)."""
+
+    def __init__(self, model: Path, threads: int, max_batch: int, max_delay_ms: float):
+        self.port = free_port()
+        self.url = f"127.0.0.1:{self.port}"
+        optim = Path(sys.executable).with_name("optim")
+        self.process = subprocess.Popen(
+            [optim, "serve", model, "--port", str(self.port), "--threads", str(threads), "--max-batch", str(max_batch),
+             "--max-delay-ms", str(max_delay_ms), "--max-queue", "4096", "--timeout-s", "600"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def wait_ready(self) -> None:
+        import tritonclient.http as triton
+
+        client = triton.InferenceServerClient(self.url)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"optim serve exited: {self.process.communicate()[1]}")
+            try:
+                if client.is_server_ready():
+                    return
+            except Exception:  # noqa: BLE001 - not listening yet
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("optim serve did not start")
+            time.sleep(0.2)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://{self.url}/metrics") as r:
+            return r.read().decode()
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def metric_sum(text: str, name: str) -> float:
+    """The sum over labels of one sample name in Prometheus text."""
+    return sum(float(m.group(1)) for m in re.finditer(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M))
+
+
+def load(url: str, model: str, samples: list[dict], clients: int, seconds: float) -> list[float]:
+    """Closed-loop clients for `seconds`: the latency in seconds of each request answered within them (those still
+    in flight at the end are waited for, not counted, so that throughput is answers / seconds)."""
+    import tritonclient.http as triton
+
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    barrier = threading.Barrier(clients + 1)
+    stop_at = [0.0]
+
+    def client(index: int) -> None:
+        conn = triton.InferenceServerClient(url, network_timeout=600.0, connection_timeout=60.0)
+        tensors = []
+        for feeds in samples:
+            row = []
+            for name, array in feeds.items():
+                t = triton.InferInput(name, list(array.shape), triton.np_to_triton_dtype(array.dtype))
+                t.set_data_from_numpy(array, binary_data=True)
+                row.append(t)
+            tensors.append(row)
+        barrier.wait()
+        k = index
+        while time.perf_counter() < stop_at[0]:
+            start = time.perf_counter()
+            conn.infer(model, tensors[k % len(tensors)])
+            end = time.perf_counter()
+            if end <= stop_at[0]:
+                latencies[index].append(end - start)
+            k += 1
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.perf_counter() + seconds + 60.0  # set for real once every client is connected
+    barrier.wait()
+    stop_at[0] = time.perf_counter() + seconds
+    for t in threads:
+        t.join()
+    return [x for per_client in latencies for x in per_client]
+
+
+def batch_time(model: Path, feeds: dict, rows: int, threads: int) -> float:
+    """Median seconds of one session run at `rows` rows (after one warm-up run)."""
+    import optim
+
+    sess = optim.session(model, threads=threads, config={"session.intra_op.allow_spinning": "0"})
+    batch = {k: np.concatenate([v] * rows) for k, v in feeds.items()}
+    sess.run(None, batch)
+    times = []
+    for _ in range(T_RUNS):
+        start = time.perf_counter()
+        sess.run(None, batch)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def bench_model(name: str, args) -> list[dict]:
+    served = MODELS[name]
+    prepared = prepare(served.prepared, Path(args.cache), say=lambda line: print(f"{name}: {line}", flush=True),
+                       with_int8=False)
+    model = prepared.fp32
+    samples = [served.sample(i) for i in range(SAMPLES)]
+    t1 = batch_time(model, samples[0], 1, args.threads)
+    tb = batch_time(model, samples[0], args.max_batch, args.threads)
+    print(f"{name}: T(1) {t1 * 1e3:.1f} ms, T({args.max_batch}) {tb * 1e3:.1f} ms", flush=True)
+    rows, overhead = [], None
+    for batching in (False, True):
+        max_batch, delay_ms = (args.max_batch, args.max_delay_ms) if batching else (1, 0.0)
+        server = Server(model, args.threads, max_batch, delay_ms)
+        try:
+            server.wait_ready()
+            if overhead is None:  # one client, no batching: what a request costs beyond its compute
+                overhead = max(0.0, float(np.median(load(server.url, model.stem, samples, 1, OVERHEAD_S))) - t1)
+                print(f"{name}: a request's overhead (HTTP, protocol, client) {overhead * 1e3:.2f} ms", flush=True)
+            for clients in args.client_counts:
+                load(server.url, model.stem, samples, clients, args.warmup)
+                before = server.metrics()
+                latencies = np.array(load(server.url, model.stem, samples, clients, args.duration))
+                after = server.metrics()
+                batches = metric_sum(after, "optim_batch_size_count") - metric_sum(before, "optim_batch_size_count")
+                batch_rows = metric_sum(after, "optim_batch_size_sum") - metric_sum(before, "optim_batch_size_sum")
+                b = min(clients, max_batch)
+                t_b = t1 if b == 1 else (tb if b == args.max_batch else None)
+                if t_b is None:
+                    t_b = batch_time(model, samples[0], b, args.threads)
+                bound = delay_ms / 1e3 + (math.ceil(clients / b) + 1) * t_b + clients * overhead
+                row = {"model": served.label, "batching": batching, "clients": clients,
+                       "requests": int(latencies.size), "throughput": latencies.size / args.duration,
+                       "p50_ms": float(np.percentile(latencies, 50) * 1e3),
+                       "p99_ms": float(np.percentile(latencies, 99) * 1e3),
+                       "mean_batch": batch_rows / batches if batches else float("nan"),
+                       "bound_ms": bound * 1e3, "t_b_ms": t_b * 1e3, "b": b, "overhead_ms": overhead * 1e3}
+                rows.append(row)
+                print(f"{name} batching {'on' if batching else 'off'} clients {clients}: {row['throughput']:.1f} req/s, "
+                      f"p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms (bound {row['bound_ms']:.1f}), "
+                      f"mean batch {row['mean_batch']:.2f}", flush=True)
+        finally:
+            server.stop()
+    return rows
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| model | batching | clients | requests | throughput (req/s) | p50 (ms) | p99 (ms) | mean batch (rows) | "
+             "p99 bound (ms) | within |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {'on' if r['batching'] else 'off'} | {r['clients']} | {r['requests']} | "
+                     f"{r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['mean_batch']:.2f} | "
+                     f"{r['bound_ms']:.0f} | {'yes' if r['p99_ms'] <= r['bound_ms'] else 'NO'} |")
+    return lines
+
+
+def gains(rows: list[dict]) -> list[str]:
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        by = {(r["batching"], r["clients"]): r for r in rows if r["model"] == model}
+        for clients in sorted({c for _, c in by}):
+            if (False, clients) in by and (True, clients) in by and clients > 1:
+                on, off = by[(True, clients)], by[(False, clients)]
+                out.append(f"{model}, {clients} clients: batching gives {on['throughput'] / off['throughput']:.2f}x "
+                           f"the throughput (p99 {off['p99_ms']:.0f} -> {on['p99_ms']:.0f} ms)")
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import onnxruntime as ort
+
+    rows = [row for name in args.names for row in bench_model(name, args)]
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    for line in gains(rows):
+        print(line)
+    if not args.no_markdown:
+        shown = " ".join(argv if argv is not None else sys.argv[1:])
+        t_lines = list(dict.fromkeys(f"{r['model']} T({r['b']}) = {r['t_b_ms']:.1f} ms" for r in rows))
+        t_lines += list(dict.fromkeys(f"{r['model']} o = {r['overhead_ms']:.2f} ms" for r in rows))
+        lines = ["", f"Command: `taskset -c 1 .venv/bin/python benchmarks/serve.py {shown}`".replace(" `", "`") + "  ",
+                 f"Machine: {cpu_summary()}, {core_count()} cores, everything (server and clients) pinned to one core; "
+                 f"onnxruntime {ort.__version__}; server `--threads {args.threads}`, batching on = `--max-batch "
+                 f"{args.max_batch} --max-delay-ms {args.max_delay_ms:g}`, off = `--max-batch 1`; {args.warmup:g} s "
+                 f"warm-up then {args.duration:g} s per row; one sample per request (binary tensors).  ",
+                 f"Batch compute times T(b) (session alone, median) and request overheads o: {'; '.join(t_lines)}.", "",
+                 *table(rows), "",
+                 *[f"- {line}" for line in gains(rows)], ""]
+        md = HERE / "BENCHMARKS.md"
+        md.write_text(_replace_between(md.read_text(), MARKERS, lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
