@@ -131,7 +131,7 @@ class Batcher:
                 await self._arrived.wait()
                 continue
             await self._gather(self._waiting[0])
-            batch = self._take(self._waiting[0].key if self._waiting else None)
+            batch = self._take()
             if batch:
                 await self._run_batch(batch)
 
@@ -152,12 +152,12 @@ class Batcher:
             except asyncio.TimeoutError:
                 return
 
-    def _take(self, key: tuple | None) -> list[_Waiting]:
-        """The oldest live requests of `key`'s group, up to max_batch rows (at least one), out of the queue."""
-        self._drop_finished()
-        if key is None or not self._waiting:
+    def _take(self) -> list[_Waiting]:
+        """The oldest live request and those of its group behind it, up to max_batch rows, out of the queue."""
+        self._drop_finished()  # the request gathered for may have timed out meanwhile: the oldest live one leads
+        if not self._waiting:
             return []
-        key = self._waiting[0].key  # first may have been dropped meanwhile: the oldest live one leads
+        key = self._waiting[0].key
         batch, total, kept = [], 0, collections.deque()
         for w in self._waiting:
             if not batch or (self.batching and w.key == key and total + w.rows <= self.max_batch):
