@@ -2,22 +2,25 @@
 without dynamic batching, on ResNet-18 (224x224) and MiniLM-L6 (sequence 128; and 16, short queries).
 
     taskset -c 1 .venv/bin/python benchmarks/serve.py [--models resnet18,minilm,minilm16] [--clients 1,8,32]
-        [--duration 10] [--warmup 2] [--max-batch 8] [--max-delay-ms 5] [--threads 1] [--json out.json]
+        [--duration 10] [--warmup 1] [--max-batch 8] [--max-delay-ms 5] [--threads 1] [--json out.json]
         [--no-markdown]
 
 The models come from realsize_prepare's cache (exported by optim, MiniLM as `optim export minilm` does, and
 optimized; fp32). Per model and mode, `optim serve` runs as a child process (--threads intra-op threads; "off" is
 --max-batch 1, "on" is --max-batch/--max-delay-ms); closed-loop clients (tritonclient over HTTP, binary tensors,
-one sample per request, one thread and connection each) send requests back to back, first for --warmup seconds
-(not counted), then for --duration seconds, timing each request at the client. The server's own metrics give the
-mean batch and the mean compute time of a batch during the row. The latency bound each row is checked against:
-with C clients in batches of b rows (the row's mean), a request waits at most max_delay, then for the batch running
-when it arrived and for the ceil(C/b) batches that C clients can have queued up to and including its own, and, as
-server and clients share the CPU, for the C requests' overhead o: p99 <= max_delay + (ceil(C/b) + 1) * t + C * o
-(without batching max_delay = 0, b = 1), t the row's mean batch compute time (the server's metrics), o the median
-latency of one client without batching less its mean compute (HTTP, protocol, the client's own work). The
-session-alone batch times T(1) and T(max_batch) are reported too: T(B) / B against T(1) is what batching can gain.
-Rewrites the serve table in BENCHMARKS.md.
+one sample per request, one thread and connection each) send requests back to back, timing each request at the
+client. Both servers run at once and are driven in turn, off then on, ROUNDS times per client count (each slot
+--warmup seconds not counted, then --duration / ROUNDS seconds counted): both modes see the same machine. The
+server's own metrics give the mean batch and the mean compute time of a batch during the row.
+
+The latency bound each row is checked against: with C clients in batches of b rows (the row's mean), a request waits
+at most max_delay, then for the batch running when it arrived and for the ceil(C/b) batches that C clients can have
+queued up to and including its own, and, as server and clients share the CPU, for the C requests' overhead o: p99 <=
+max_delay + (ceil(C/b) + 1) * t + C * o (without batching max_delay = 0, b = 1), t the row's mean batch compute time
+(the server's metrics), o the median latency of one client without batching less its mean compute (HTTP, protocol,
+the client's own work). The session-alone batch times T(1) and T(max_batch) are reported too: T(B) / B against T(1)
+is what batching can gain. A measurement during which this process was stopped (SIGSTOP: shared machines' timing
+scripts pause the other work on a core) is taken again (PauseWatch). Rewrites the serve table in BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ DEFAULT_MODELS = "resnet18,minilm,minilm16"
 SAMPLES = 16  # distinct inputs the clients cycle through
 T_RUNS = 7  # session runs timed per batch size for T(b)
 OVERHEAD_S = 3.0  # seconds of one client without batching that measure a request's overhead o
+MAX_TRIES = 5  # measurements taken again after a pause of the process (PauseWatch)
+ROUNDS = 2  # alternating off/on slots per row: each slot is --duration / ROUNDS seconds
 START_TIMEOUT_S = 120.0
 
 
@@ -76,7 +81,7 @@ def parse_args(argv=None):
     ap.add_argument("--models", default=DEFAULT_MODELS, help=f"comma-separated subset of {', '.join(MODELS)}")
     ap.add_argument("--clients", default="1,8,32", help="comma-separated concurrent client counts")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds of counted requests per row")
-    ap.add_argument("--warmup", type=float, default=2.0, help="seconds of uncounted requests before each row")
+    ap.add_argument("--warmup", type=float, default=1.0, help="seconds of uncounted requests before each slot")
     ap.add_argument("--max-batch", type=int, default=8, help="the server's --max-batch with batching on")
     ap.add_argument("--max-delay-ms", type=float, default=5.0, help="the server's --max-delay-ms with batching on")
     ap.add_argument("--threads", type=int, default=1, help="the server's --threads (intra-op threads)")
@@ -115,17 +120,20 @@ class Server:
 
         client = triton.InferenceServerClient(self.url)
         deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"optim serve exited: {self.process.communicate()[1]}")
-            try:
-                if client.is_server_ready():
-                    return
-            except Exception:  # noqa: BLE001 - not listening yet
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("optim serve did not start")
-            time.sleep(0.2)
+        try:
+            while True:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"optim serve exited: {self.process.communicate()[1]}")
+                try:
+                    if client.is_server_ready():
+                        return
+                except Exception:  # noqa: BLE001 - not listening yet
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("optim serve did not start")
+                time.sleep(0.2)
+        finally:
+            client.close()
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://{self.url}/metrics") as r:
@@ -143,6 +151,38 @@ class Server:
 def metric_sum(text: str, name: str) -> float:
     """The sum over labels of one sample name in Prometheus text."""
     return sum(float(m.group(1)) for m in re.finditer(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.M))
+
+
+class PauseWatch:
+    """Notices this process being stopped (SIGSTOP, as a shared machine's timing scripts do to keep a core quiet):
+    a thread that wakes every TICK_S sees a gap of more than PAUSE_S. A measurement that saw one is taken again,
+    as the server (a child on the same core) was stopped too and its numbers mean nothing."""
+
+    TICK_S, PAUSE_S = 0.01, 0.25
+
+    def __init__(self):
+        self._pauses = 0
+        thread = threading.Thread(target=self._watch, name="pause-watch", daemon=True)
+        thread.start()
+
+    def _watch(self) -> None:
+        last = time.monotonic()
+        while True:
+            time.sleep(self.TICK_S)
+            now = time.monotonic()
+            if now - last > self.PAUSE_S:
+                self._pauses += 1
+            last = now
+
+    def measure(self, what: str, work, tries: int = MAX_TRIES):
+        """work() until a call sees no pause (at most `tries` calls; the last result stands, flagged)."""
+        for attempt in range(1, tries + 1):
+            before = self._pauses
+            result = work()
+            if self._pauses == before:
+                return result, False
+            print(f"{what}: the process was paused, measuring again ({attempt}/{tries})", flush=True)
+        return result, True
 
 
 def mean_compute(before: str, after: str) -> float:
@@ -207,50 +247,92 @@ def batch_time(model: Path, feeds: dict, rows: int, threads: int) -> float:
     return float(np.median(times))
 
 
-def bench_model(name: str, args) -> list[dict]:
+def overhead_of(server: Server, model: str, samples: list[dict]) -> float:
+    """One client, no batching: a request's median latency less its mean compute (the server's metrics)."""
+    before = server.metrics()
+    latency = float(np.median(load(server.url, model, samples, 1, OVERHEAD_S)))
+    return max(0.0, latency - mean_compute(before, server.metrics()))
+
+
+@dataclass
+class Slot:
+    """One timed window on one server: the latencies answered inside it and the server's batches meanwhile."""
+
+    latencies: list[float]
+    seconds: float
+    batches: float
+    rows: float
+    compute_s: float
+
+
+def measure_slot(server: Server, model: str, samples: list[dict], clients: int, seconds: float, warmup: float) -> Slot:
+    load(server.url, model, samples, clients, warmup)
+    before = server.metrics()
+    latencies = load(server.url, model, samples, clients, seconds)
+    after = server.metrics()
+
+    def delta(name: str) -> float:
+        return metric_sum(after, name) - metric_sum(before, name)
+
+    return Slot(latencies, seconds, delta("optim_batch_size_count"), delta("optim_batch_size_sum"),
+                delta("optim_compute_seconds_sum"))
+
+
+def row_of(slots: list[Slot], clients: int, delay_ms: float, overhead: float) -> dict:
+    """A table row from one mode's slots: throughput, percentiles, mean batch b, its mean compute t, the bound."""
+    latencies = np.array([x for slot in slots for x in slot.latencies])
+    batches = sum(slot.batches for slot in slots)
+    b, t = sum(slot.rows for slot in slots) / batches, sum(slot.compute_s for slot in slots) / batches
+    bound = delay_ms / 1e3 + (math.ceil(clients / b - 1e-9) + 1) * t + clients * overhead
+    return {"clients": clients, "requests": int(latencies.size),
+            "throughput": latencies.size / sum(slot.seconds for slot in slots),
+            "p50_ms": float(np.percentile(latencies, 50) * 1e3), "p99_ms": float(np.percentile(latencies, 99) * 1e3),
+            "mean_batch": b, "batch_ms": t * 1e3, "bound_ms": bound * 1e3}
+
+
+def bench_model(name: str, args, watch: PauseWatch) -> list[dict]:
+    """Both servers (batching off and on) up at once; per client count, ROUNDS of an off slot then an on slot, so
+    that both modes see the same machine (the load of a shared machine drifts over minutes)."""
     served = MODELS[name]
     prepared = prepare(served.prepared, Path(args.cache), say=lambda line: print(f"{name}: {line}", flush=True),
                        with_int8=False)
     model = prepared.fp32
     samples = [served.sample(i) for i in range(SAMPLES)]
-    t1 = batch_time(model, samples[0], 1, args.threads)
-    tb = batch_time(model, samples[0], args.max_batch, args.threads)
+    (t1, tb), _ = watch.measure(f"{name} T(b)", lambda: (batch_time(model, samples[0], 1, args.threads),
+                                                        batch_time(model, samples[0], args.max_batch, args.threads)))
     print(f"{name}: T(1) {t1 * 1e3:.1f} ms, T({args.max_batch}) {tb * 1e3:.1f} ms", flush=True)
-    rows, overhead = [], None
-    for batching in (False, True):
-        max_batch, delay_ms = (args.max_batch, args.max_delay_ms) if batching else (1, 0.0)
-        server = Server(model, args.threads, max_batch, delay_ms)
-        try:
+    modes = {False: (1, 0.0), True: (args.max_batch, args.max_delay_ms)}  # batching -> (max_batch, max_delay_ms)
+    servers = {batching: Server(model, args.threads, *mode) for batching, mode in modes.items()}
+    rows = []
+    try:
+        for server in servers.values():
             server.wait_ready()
-            if overhead is None:  # one client, no batching: what a request costs beyond its compute
-                before = server.metrics()
-                latency = float(np.median(load(server.url, model.stem, samples, 1, OVERHEAD_S)))
-                compute = mean_compute(before, server.metrics())
-                overhead = max(0.0, latency - compute)
-                print(f"{name}: a request's overhead (HTTP, protocol, client) {overhead * 1e3:.2f} ms", flush=True)
-            for clients in args.client_counts:
-                load(server.url, model.stem, samples, clients, args.warmup)
-                before = server.metrics()
-                latencies = np.array(load(server.url, model.stem, samples, clients, args.duration))
-                after = server.metrics()
-                b = (metric_sum(after, "optim_batch_size_sum") - metric_sum(before, "optim_batch_size_sum")) / \
-                    (metric_sum(after, "optim_batch_size_count") - metric_sum(before, "optim_batch_size_count"))
-                t_b = mean_compute(before, after)
-                bound = delay_ms / 1e3 + (math.ceil(clients / b - 1e-9) + 1) * t_b + clients * overhead
-                row = {"model": served.label, "batching": batching, "clients": clients,
-                       "requests": int(latencies.size), "throughput": latencies.size / args.duration,
-                       "p50_ms": float(np.percentile(latencies, 50) * 1e3),
-                       "p99_ms": float(np.percentile(latencies, 99) * 1e3),
-                       "mean_batch": b,
-                       "batch_ms": t_b * 1e3, "bound_ms": bound * 1e3, "overhead_ms": overhead * 1e3,
-                       "T1_ms": t1 * 1e3, "TB_ms": tb * 1e3}
+        overhead, _ = watch.measure(f"{name} overhead", lambda: overhead_of(servers[False], model.stem, samples))
+        print(f"{name}: a request's overhead (HTTP, protocol, client) {overhead * 1e3:.2f} ms", flush=True)
+        for clients in args.client_counts:
+            slots: dict[bool, list[Slot]] = {False: [], True: []}
+            paused = False
+            for _ in range(ROUNDS):
+                for batching, server in servers.items():
+                    slot, was_paused = watch.measure(
+                        f"{name} batching {'on' if batching else 'off'} clients {clients}",
+                        lambda: measure_slot(server, model.stem, samples, clients, args.duration / ROUNDS,
+                                             args.warmup))
+                    slots[batching].append(slot)
+                    paused |= was_paused
+            for batching in (False, True):
+                row = row_of(slots[batching], clients, modes[batching][1], overhead)
+                row.update(model=served.label, batching=batching, paused=paused, overhead_ms=overhead * 1e3,
+                           T1_ms=t1 * 1e3, TB_ms=tb * 1e3)
                 rows.append(row)
                 print(f"{name} batching {'on' if batching else 'off'} clients {clients}: {row['throughput']:.1f} req/s, "
                       f"p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms (bound {row['bound_ms']:.1f}), "
-                      f"mean batch {row['mean_batch']:.2f}", flush=True)
-        finally:
+                      f"mean batch {row['mean_batch']:.2f}" + (" (paused: not trustworthy)" if paused else ""),
+                      flush=True)
+    finally:
+        for server in servers.values():
             server.stop()
-    return rows
+    return sorted(rows, key=lambda r: (r["batching"], r["clients"]))
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -260,7 +342,8 @@ def table(rows: list[dict]) -> list[str]:
     for r in rows:
         lines.append(f"| {r['model']} | {'on' if r['batching'] else 'off'} | {r['clients']} | {r['requests']} | "
                      f"{r['throughput']:.1f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['mean_batch']:.2f} | "
-                     f"{r['batch_ms']:.1f} | {r['bound_ms']:.0f} | {'yes' if r['p99_ms'] <= r['bound_ms'] else 'NO'} |")
+                     f"{r['batch_ms']:.1f} | {r['bound_ms']:.0f} | {'yes' if r['p99_ms'] <= r['bound_ms'] else 'NO'}"
+                     f"{' (paused)' if r['paused'] else ''} |")
     return lines
 
 
@@ -280,7 +363,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import onnxruntime as ort
 
-    rows = [row for name in args.names for row in bench_model(name, args)]
+    watch = PauseWatch()
+    rows = [row for name in args.names for row in bench_model(name, args, watch)]
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     for line in gains(rows):
@@ -294,8 +378,10 @@ def main(argv=None) -> int:
         lines = ["", f"Command: `{command}`  ",
                  f"Machine: {cpu_summary()}, {core_count()} cores, everything (server and clients) pinned to one core; "
                  f"onnxruntime {ort.__version__}; server `--threads {args.threads}`, batching on = `--max-batch "
-                 f"{args.max_batch} --max-delay-ms {args.max_delay_ms:g}`, off = `--max-batch 1`; {args.warmup:g} s "
-                 f"warm-up then {args.duration:g} s per row; one sample per request (binary tensors).  ",
+                 f"{args.max_batch} --max-delay-ms {args.max_delay_ms:g}`, off = `--max-batch 1`, both servers up and "
+                 f"driven in turn (off, on) {ROUNDS} times per client count, each slot {args.warmup:g} s warm-up "
+                 f"then {args.duration / ROUNDS:g} s counted ({args.duration:g} s per row); one sample per request "
+                 "(binary tensors).  ",
                  f"Batch compute on a session alone (median) and request overhead o: {'; '.join(t_lines)}.", "",
                  *table(rows), "",
                  *[f"- {line}" for line in gains(rows)], ""]

@@ -48,7 +48,8 @@ def split(outputs: Tensors, sizes: list[int]) -> list[Tensors]:
     return [{name: pieces[name][i] for name in outputs} for i in range(len(sizes))]
 
 
-def run_groups(run: Callable[[Tensors], Tensors], requests: list[Tensors], batch_axis: bool) -> list[Tensors | Exception]:
+def run_groups(run: Callable[[Tensors], Tensors], requests: list[Tensors],
+               batch_axis: bool) -> list[Tensors | Exception]:
     """Each request's outputs (or the exception its group raised), running every group of requests that can be
     concatenated as one batch, in order of first appearance; without a batch axis, each request alone."""
     results: list[Tensors | Exception] = [None] * len(requests)  # type: ignore[list-item]

@@ -92,7 +92,8 @@ class ServedModel:
             if array.dtype != spec.dtype:
                 raise ProtocolError(f"input {spec.name!r} of model {self.name!r} is {spec.expected()}, "
                                     f"the request gave {datatype_of(array.dtype)}")
-            if len(array.shape) != len(spec.shape) or any(isinstance(d, int) and d != n for d, n in zip(spec.shape, array.shape)):
+            fixed_differs = any(isinstance(d, int) and d != n for d, n in zip(spec.shape, array.shape))
+            if len(array.shape) != len(spec.shape) or fixed_differs:
                 raise ProtocolError(f"input {spec.name!r} of model {self.name!r} is {spec.expected()}, "
                                     f"the request gave shape {list(array.shape)}")
             for axis, (dim, n) in enumerate(zip(spec.shape, array.shape)):

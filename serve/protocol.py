@@ -121,7 +121,8 @@ def decode_request(body: bytes, header_length: str | None = None) -> InferReques
             raise ProtocolError(f"input {name!r} is given twice")
         datatype = tensor.get("datatype")
         if datatype not in DATATYPES:
-            raise ProtocolError(f"input {name!r}: datatype {datatype!r} is not served; use one of {', '.join(DATATYPES)}")
+            raise ProtocolError(f"input {name!r}: datatype {datatype!r} is not served; use one of "
+                                f"{', '.join(DATATYPES)}")
         dtype, shape = DATATYPES[datatype], _shape(tensor, name)
         size = (tensor.get("parameters") or {}).get("binary_data_size")
         if size is None:
@@ -159,7 +160,8 @@ def _with_outputs(request: dict, inputs: dict[str, np.ndarray]) -> InferRequest:
     return decoded
 
 
-def encode_response(model: str, version: str, request: InferRequest, outputs: dict[str, np.ndarray]) -> tuple[bytes, dict[str, str]]:
+def encode_response(model: str, version: str, request: InferRequest,
+                    outputs: dict[str, np.ndarray]) -> tuple[bytes, dict[str, str]]:
     """The response body for `outputs` (those the request asked for, in its order; all when it named none) and
     the headers to send with it: JSON alone, or a JSON header then the binary outputs' raw bytes."""
     names = request.outputs or list(outputs)

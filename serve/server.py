@@ -1,5 +1,5 @@
-"""Running the app (routes.py) with uvicorn: in the foreground (`optim serve`), or in a background thread of this process
-(tests, benchmarks, applications embedding the server).
+"""Running the app (routes.py) with uvicorn: in the foreground (`optim serve`), or in a background thread of this
+process (tests, benchmarks, applications embedding the server).
 
 Shutdown is graceful: uvicorn stops accepting connections, lets in-flight requests finish (up to
 `graceful_s`), then the app's lifespan end runs what the batchers still hold.

@@ -49,6 +49,14 @@ def test_a_bad_model_path_is_one_sentence(tmp_path, make, message):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Ray Serve's modules warn about pydantic's on import
+def test_ray_checks_the_models_before_starting_ray(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = CliRunner().invoke(main, ["serve", str(tmp_path / "empty"), "--ray"])
+    assert done.exit_code == 2
+    assert f"Error: {tmp_path / 'empty'} holds no models" in done.stderr
+
+
 def test_model_repository_layouts(tmp_path):
     (tmp_path / "a.onnx").write_bytes(mlp_model())
     for version in ("1", "3", "10"):

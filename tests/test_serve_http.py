@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -228,7 +229,7 @@ def test_full_queue_503_and_timeout_504(repo):
         started.wait()
         queued = pool.submit(post, server, "/v2/models/mlp/infer", body.encode())
         while sample(metrics(server), "optim_queue_depth", model="mlp") < 1:
-            pass
+            time.sleep(0.01)
         status, answer = post(server, "/v2/models/mlp/infer", body.encode())
         assert status == 503 and "retry later" in answer["error"]
         assert running.result() == (504, {"error": "model 'mlp' did not answer within 0.5 s"})
@@ -277,8 +278,8 @@ def test_shutdown_answers_the_request_in_flight(repo):
         answer = pool.submit(lambda: client.infer("mlp", [infer_input("x", x)]).as_numpy("y"))
         started.wait()
         stopping = pool.submit(server.stop)
-        while not server.server.should_exit:
-            pass
+        while server.server.servers[0].is_serving():  # shutdown has begun: no new connections
+            time.sleep(0.01)
         release.set()
         stopping.result()
         assert_close(answer.result(), direct(repo / "mlp.onnx", {"x": x})["y"], what="in-flight answer")
