@@ -31,6 +31,8 @@ from ray import serve  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse, Response  # noqa: E402
 
+ONGOING_DEFAULT = 5  # Ray Serve's max_ongoing_requests when not set
+
 
 @serve.deployment
 class OptimModel:
@@ -90,7 +92,10 @@ def deployment(path, *, name: str | None = None, version: str = VERSION, replica
     of Ray's CPUs; pass it to serve.run (or use deploy)."""
     if replicas < 1 or max_batch < 1:
         raise UserError("replicas and max_batch must be >= 1")
-    return OptimModel.options(num_replicas=replicas, ray_actor_options={"num_cpus": num_cpus}).bind(
+    # A replica takes at most max_ongoing_requests at once (Ray's default 5): room for a full batch gathering
+    # while the one before it runs.
+    return OptimModel.options(num_replicas=replicas, ray_actor_options={"num_cpus": num_cpus},
+                              max_ongoing_requests=max(ONGOING_DEFAULT, 2 * max_batch)).bind(
         str(path), name or _stem(path), version, threads, max_batch, max_delay_ms, ep_options)
 
 
@@ -114,15 +119,15 @@ def run(paths, *, host: str = "127.0.0.1", port: int = 8000, num_cpus: int | Non
     import threading
 
     files = model_files(paths)  # bad paths fail before Ray starts
-    ray.init(num_cpus=num_cpus, include_dashboard=False)
-    serve.start(http_options={"host": host, "port": port})
-    for name, (file, version) in files.items():
-        deploy(file, name=name, version=version, **options)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    ray.init(num_cpus=num_cpus, include_dashboard=False)
     try:
+        serve.start(http_options={"host": host, "port": port})
+        for name, (file, version) in files.items():
+            deploy(file, name=name, version=version, **options)
         stop.wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, also while deploying (a model answers before serve.run returns)
         pass
     finally:
         serve.shutdown()

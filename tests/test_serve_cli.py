@@ -1,6 +1,6 @@
 """`optim serve` on the command line: its help, a bad model path or file in one sentence (exit 2), and the real
-command serving a model repository to tritonclient until SIGINT stops it gracefully. Also model repositories
-(optim.serve.model_files): NAME.onnx files, Triton's NAME/VERSION/model.onnx, clashes."""
+command serving a model repository to tritonclient until SIGINT stops it gracefully, on its own server and with
+--ray. Also model repositories (optim.serve.model_files): NAME.onnx files, Triton's NAME/VERSION/model.onnx, clashes."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from optim.cli import main
 from optim.serve import ModelLoadError, model_files
 from serve_helpers import direct, mlp_model, write_repository
 
-START_TIMEOUT_S = 60.0  # the subprocess imports onnxruntime and FastAPI and opens three sessions
+START_TIMEOUT_S = 120.0  # the subprocess imports onnxruntime and FastAPI (or starts Ray) and opens the sessions
+STOP_TIMEOUT_S = 60.0
 
 
 def test_help_names_the_protocol_and_the_options():
@@ -74,11 +75,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_command_serves_until_sigint(tmp_path):
-    repo = write_repository(tmp_path / "repo")
+def serve_until_sigint(repo: Path, *options: str) -> str:
+    """`optim serve repo OPTIONS` on a free port: waits until model mlp is ready, checks one inference against the
+    direct session, sends SIGINT, asserts exit code 0; returns stderr."""
     port = free_port()
     optim = Path(sys.executable).with_name("optim")
-    process = subprocess.Popen([optim, "serve", repo, "--port", str(port), "--threads", "1", "--max-batch", "4"],
+    process = subprocess.Popen([optim, "serve", repo, "--port", str(port), "--threads", "1", *options],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -87,7 +89,7 @@ def test_the_command_serves_until_sigint(tmp_path):
         while True:
             assert process.poll() is None, process.communicate()
             try:
-                if client.is_server_ready():
+                if client.is_model_ready("mlp"):
                     break
             except Exception:  # noqa: BLE001 - not listening yet
                 pass
@@ -99,10 +101,24 @@ def test_the_command_serves_until_sigint(tmp_path):
         assert_close(client.infer("mlp", [tensor]).as_numpy("y"), direct(repo / "mlp.onnx", {"x": x})["y"])
         client.close()
         process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
+        _, stderr = process.communicate(timeout=STOP_TIMEOUT_S)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     assert process.returncode == 0, stderr
-    assert f"serving fixed, mlp, tokens on http://127.0.0.1:{port}" in stderr
+    return stderr.replace(str(port), "PORT")
+
+
+def test_the_command_serves_until_sigint(tmp_path):
+    stderr = serve_until_sigint(write_repository(tmp_path / "repo"), "--max-batch", "4")
+    assert "serving fixed, mlp, tokens on http://127.0.0.1:PORT" in stderr
+
+
+@pytest.mark.ray
+def test_the_command_on_ray_serves_until_sigint(tmp_path):
+    # Starts a local Ray instance in the child (20-40 s on 2 cores); one model keeps it short.
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    (folder / "mlp.onnx").write_bytes(mlp_model())
+    serve_until_sigint(folder, "--ray", "--max-batch", "4")
