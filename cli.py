@@ -478,6 +478,56 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
         click.echo(f"  {row}")
 
 
+@main.command()
+@click.argument("models", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="HTTP port.")
+@click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of each model's session "
+              "(default: ONNX Runtime's choice).")
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--max-batch", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Most rows (dim 0) one batch gathers; 1 turns dynamic batching off.")
+@click.option("--max-delay-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Longest a request waits for others to fill its batch.")
+@click.option("--max-queue", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Requests a model holds waiting; more are refused with 503 (not with --ray).")
+@click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
+              help="A request not answered by then gets 504 (not with --ray).")
+@click.option("--ray", "use_ray", is_flag=True, help="Deploy on Ray Serve instead (local Ray instance, or RAY_ADDRESS).")
+@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True, help="With --ray: replicas per model.")
+@click.option("-v", "--verbose", is_flag=True, help="Server log at info level; tracebacks on errors.")
+@_reports_errors()
+def serve(models, host, port, threads, isa, max_batch, max_delay_ms, max_queue, timeout_s, use_ray, replicas, verbose):
+    """Serve ONNX MODELS on OptimEP over HTTP with the KServe v2 inference protocol (Triton's clients speak it).
+
+    MODELS are ONNX files (served under their file name's stem) or model-repository folders (NAME.onnx files, or
+    NAME/VERSION/model.onnx as Triton lays them out). Requests for a model are batched along its batch axis (dim 0
+    symbolic in every input and output) up to --max-batch rows or --max-delay-ms; /metrics has Prometheus metrics.
+    Ctrl-C shuts down gracefully: requests in flight are answered first.
+
+    \b
+    Endpoints: GET /v2, /v2/health/live, /v2/health/ready, /v2/models/NAME, /v2/models/NAME/ready, /metrics;
+    POST /v2/models/NAME/infer (JSON tensors or the binary tensor extension).
+    """
+    import optim.serve
+
+    optim.serve.require()
+    options = dict(threads=threads, max_batch=max_batch, max_delay_ms=max_delay_ms)
+    if isa != "auto":
+        options["isa"] = isa
+    if use_ray:
+        optim.serve.require(("ray",), extra="ray")
+        from optim.serve import ray as serve_ray
+
+        serve_ray.run(list(models), host=host, port=port, replicas=replicas, **options)
+        return
+    served = optim.serve.app(list(models), max_queue=max_queue, timeout_s=timeout_s, **options)
+    click.echo(f"serving {', '.join(served.state.models)} on http://{host}:{port} (KServe v2; Ctrl-C stops)", err=True)
+    from optim.serve.server import serve_forever
+
+    serve_forever(served, host=host, port=port, log_level="info" if verbose else "warning")
+
+
 def _check_onnx_file(path: str) -> None:
     import onnx
 

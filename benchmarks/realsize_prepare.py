@@ -140,8 +140,9 @@ def _stage(state: _State, stage: str, output: Path, work, say) -> dict:
     return state.record(stage, info)
 
 
-def prepare(name: str, cache: Path, say=print, rebuild: bool = False) -> Prepared:
-    """The model's fp32 (optimized) and int8 files, from the cache or made now; see the module doc."""
+def prepare(name: str, cache: Path, say=print, rebuild: bool = False, with_int8: bool = True) -> Prepared:
+    """The model's fp32 (optimized) and int8 files, from the cache or made now; see the module doc.
+    with_int8=False stops after optimizing (Prepared.int8 is None; benchmarks/serve.py times fp32 only)."""
     folder = model_folder(cache, name)
     for stale in cache.glob(f"{name}-*"):
         if stale != folder and stale.is_dir():
@@ -162,6 +163,8 @@ def prepare(name: str, cache: Path, say=print, rebuild: bool = False) -> Prepare
         prepared.failures.append({"stage": "optimize", "error": f"{type(e).__name__}: {e}"})
         say(f"optimize FAILED ({type(e).__name__}: {e}); timing the unoptimized export instead")
         prepared.fp32 = raw
+    if not with_int8:
+        return prepared
     try:
         prepared.stages["quantize"] = _stage(state, "quantize", int8,
                                              lambda: _quantize(name, prepared.fp32, int8, folder / "calib", say), say)

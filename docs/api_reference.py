@@ -1,4 +1,5 @@
-"""Writes docs/API.md from the runtime's docstrings and EP_OPTIONS: `python docs/api_reference.py`
+"""Writes docs/API.md from the runtime's docstrings and EP_OPTIONS (and optim.serve's, which needs the serve and
+ray extras): `python docs/api_reference.py`
 (rewrites the file) or `--check` (exit 1 if the file is out of date; tests/test_embed_python.py runs it)."""
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ which OptimEP reads as session config entries `ep.optimep.<key>`. Values are str
 """
 
 
+SERVE_TEXT = """## Serving (`optim serve`)
+
+`pip install 'optim[serve]'` (FastAPI, uvicorn, prometheus-client); Ray Serve: `optim[ray]`. The HTTP side speaks
+the KServe v2 inference protocol (README: Serving); these functions give the same server to Python programs.
+"""
+
+
 def _entry(name: str, obj) -> str:
     doc = inspect.getdoc(obj) or ""
     return f"### `{name}{inspect.signature(obj)}`\n\n{doc}\n"
@@ -49,7 +57,21 @@ def render() -> str:
             parts.append(f"- `{name}` ({kind}): {inspect.getdoc(target).splitlines()[0]}")
     parts.append("")
     parts.append(EP_OPTIONS_TEXT + "".join(f"| `{k}` | {v} |\n" for k, v in EP_OPTIONS.items()))
+    parts.append(SERVE_TEXT)
+    parts.extend(_serving_entries())
     return "\n".join(parts)
+
+
+def _serving_entries() -> list[str]:
+    import optim.serve
+    import optim.serve.ray
+    from optim.serve.server import BackgroundServer
+
+    entries = [_entry(f"optim.serve.{name}", getattr(optim.serve, name)) for name in ("app", "run", "model_files")]
+    entries.append(f"### `optim.serve.server.BackgroundServer{inspect.signature(BackgroundServer)}`\n\n"
+                   f"{inspect.getdoc(BackgroundServer)}\n")
+    entries += [_entry(f"optim.serve.ray.{name}", getattr(optim.serve.ray, name)) for name in ("deployment", "deploy")]
+    return entries
 
 
 def main() -> int:

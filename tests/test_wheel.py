@@ -1,6 +1,6 @@
 """The wheel as a user gets it: `pip install optim-*.whl` into a fresh venv pulls only the runtime's
 dependencies (no torch, no onnxsim), bundles liboptim_ep.so where optim.library_path() finds it, and
-`optim doctor` / `optim run` work there on OptimEP; export says which extra it needs.
+`optim doctor` / `optim run` work there on OptimEP; export and serve say which extra they need.
 
 The wheel is the one `make install` put in dist/ when it is newer than every source it is built from,
 else one built here (incrementally, in build/); OPTIM_WHEEL names another. pip reaches the package
@@ -20,10 +20,11 @@ from embed_helpers import ROOT, mixed_model, run_checked
 
 pytestmark = [pytest.mark.slow, pytest.mark.wheel]
 
-HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn"}
+HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn", "fastapi", "uvicorn",
+         "ray"}
 # What the wheel is built from: a dist/ wheel older than any of these is stale.
 SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "cmake", "ep_plugin", "common", "exporter",
-           "optimizer", "models"]
+           "optimizer", "models", "serve"]
 
 
 def _newest_source() -> float:
@@ -91,3 +92,11 @@ def test_export_names_its_extra(venv, tmp_path):
     done = subprocess.run([venv / "optim", "export", "mlp", "-o", tmp_path / "m.onnx"], capture_output=True, text=True)
     assert done.returncode == 1
     assert "pip install 'optim[export]'" in done.stderr, done.stderr
+
+
+def test_serve_names_its_extra(venv, tmp_path):
+    model = tmp_path / "mixed.onnx"
+    model.write_bytes(mixed_model())
+    done = subprocess.run([venv / "optim", "serve", model], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'optim[serve]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
