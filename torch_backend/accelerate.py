@@ -19,11 +19,11 @@ class Accelerated(torch.nn.Module):
     makes the next call recompile with the new weights). `report` lists its graphs; `save(dir)` writes
     them as ONNX. It cannot be pickled (it holds ONNX Runtime sessions): save `state_dict()` instead."""
 
-    def __init__(self, model: torch.nn.Module, backend: OptimBackend, dynamic: bool | None):
+    def __init__(self, model: torch.nn.Module, backend: OptimBackend):
         super().__init__()
         self.model = model
         # Not a submodule: torch.compile's wrapper would list the model's weights a second time.
-        self.__dict__["_compiled"] = torch.compile(model, backend=backend, dynamic=dynamic)
+        self.__dict__["_compiled"] = torch.compile(model, backend=backend)
         self.__dict__["_backend"] = backend
 
     def forward(self, *args, **kwargs):
@@ -69,12 +69,13 @@ def _max_error(expected, got) -> float:
 
 def accelerate(model: torch.nn.Module, example_inputs, *, quantize: str | None = None, calib=None,
                threads: int | None = None, target: str | None = None, op_types=None, isa: str = "auto",
-               dynamic: bool | None = None) -> Accelerated:
+               dynamic_batch: bool = False) -> Accelerated:
     """`model` (put in eval mode) compiled for OptimEP on `example_inputs` (a tuple of its forward's
     arguments, or one tensor) before returning; options as torch.compile's (see optim.torch.options).
 
-    dynamic: as torch.compile's (None: a dim that changes between calls is made dynamic on the second
-    size; True: dynamic from the start). The result's `example_error` is the largest absolute difference
+    dynamic_batch: compile with the first dim of every example tensor dynamic (torch._dynamo.mark_dynamic), so
+    one compile serves every batch size from 2 up; otherwise Dynamo makes a dim dynamic when a second size
+    arrives (one more compile). The result's `example_error` is the largest absolute difference
     from eager PyTorch on the example inputs. Inference only (see optim.torch)."""
     if not isinstance(model, torch.nn.Module):
         raise OptionsError(f"accelerate() takes an nn.Module, got {type(model).__name__}")
@@ -83,7 +84,11 @@ def accelerate(model: torch.nn.Module, example_inputs, *, quantize: str | None =
     options = parse_options({k: v for k, v in given.items() if v is not None})
     args = example_inputs if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     model.eval()
-    accelerated = Accelerated(model, OptimBackend(options, TorchReport()), dynamic)
+    if dynamic_batch:
+        for t in args:
+            if isinstance(t, torch.Tensor) and t.dim() and t.shape[0] >= 2:
+                torch._dynamo.mark_dynamic(t, 0)
+    accelerated = Accelerated(model, OptimBackend(options, TorchReport()))
     with torch.no_grad():
         expected = model(*args)
         got = accelerated(*args)

@@ -172,13 +172,15 @@ def _refuse_training(program) -> None:
             continue
         name = str(node.target)
         schema = getattr(node.target, "_schema", None)
-        if schema is not None and schema.is_mutable:
-            raise CaptureRefused(f"the graph updates a tensor in place ({name}, e.g. a BatchNorm in training mode); "
-                                 "call model.eval() to run it on OptimEP")
         named = dict(zip([a.name for a in schema.arguments], node.args)) if schema is not None else {}
         named.update(node.kwargs)
-        if named.get("training") is True or named.get("train") is True:
+        mode = named.get("training", named.get("train"))
+        if mode is True:
             raise CaptureRefused(f"the graph runs {name} in training mode; call model.eval() to run it on OptimEP")
+        # An in-place op told it is not training (Dropout(inplace=True) in eval mode) changes nothing.
+        if schema is not None and schema.is_mutable and mode is not False:
+            raise CaptureRefused(f"the graph updates a tensor in place ({name}, e.g. a BatchNorm in training mode); "
+                                 "call model.eval() to run it on OptimEP")
         if any(r in name for r in _RANDOM):
             raise CaptureRefused(f"the graph draws random numbers ({name}); OptimEP runs deterministic inference")
 

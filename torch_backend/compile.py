@@ -3,6 +3,7 @@ QDQ when asked (optim.optimizer.quantization, calibrated on the samples given), 
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ def compile_graph(gm, plan: Plan, args: list, options: BackendOptions, calibrati
     from optim.ep_plugin import placement, session
 
     t0 = time.perf_counter()
+    if options.quantize == "int8" and calibration:
+        plan = _with_calibration_dims(plan, args, calibration)
     captured = capture(gm, plan, args)
     report.seconds["capture"] = time.perf_counter() - t0
     feeds = {name: to_numpy(args[p]) for name, p in zip(plan.names, plan.tensor_positions)}
@@ -53,6 +56,17 @@ def compile_graph(gm, plan: Plan, args: list, options: BackendOptions, calibrati
     report.placement = placement(sess)
     report.runs_on = "OptimEP"
     return CompiledGraph(captured=captured, model=model, session=sess)
+
+
+def _with_calibration_dims(plan: Plan, args: list, calibration: list[dict]) -> Plan:
+    """The plan with every axis on which a calibration sample's size differs from the call's made dynamic
+    (samples of batch 1 calibrate a graph Dynamo captured at batch 8), so the quantizer accepts them."""
+    axes = []
+    for name, position, dynamic in zip(plan.names, plan.tensor_positions, plan.dynamic_axes):
+        shape = tuple(args[position].shape)
+        differ = {a for batch in calibration for a, d in enumerate(batch[name].shape) if a < len(shape) and d != shape[a]}
+        axes.append(sorted(set(dynamic) | differ))
+    return dataclasses.replace(plan, dynamic_axes=axes)
 
 
 def _optimized(model: onnx.ModelProto, feeds: dict, report: GraphReport) -> onnx.ModelProto:
