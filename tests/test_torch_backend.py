@@ -199,9 +199,17 @@ def test_a_graph_in_training_mode_runs_eagerly_with_a_warning():
     eager, compiled_model = get("cnn").factory().train(), get("cnn").factory().train()
     compiled = torch.compile(compiled_model, backend="optim")
     x = _inputs("cnn", 0, batch=4)[0]
-    with pytest.warns(UserWarning, match="runs in eager PyTorch: the graph updates a tensor in place"):
+    with pytest.warns(UserWarning, match="runs in eager PyTorch: the graph updates an input, weight or buffer in place"):
         out = compiled(x)
     assert_close(out.detach().numpy(), eager(x).detach().numpy())
     # BatchNorm's running statistics moved exactly as eager's did: training was not silently skipped.
     for (name, ours), (_, theirs) in zip(compiled_model.named_buffers(), eager.named_buffers()):
         assert torch.allclose(ours, theirs), name
+
+
+def test_calibration_samples_that_do_not_fit_are_refused_in_one_sentence():
+    calib = [(torch.zeros(1, 64), torch.zeros(1, 64))] * 3  # mlp's forward takes one tensor
+    compiled = torch.compile(get("mlp").factory(), backend="optim", options={"quantize": "int8", "calib": calib})
+    with pytest.raises(optim.torch.OptionsError, match=r"^calib sample 0 has 2 inputs; the model's forward takes 1 \(x\)$"):
+        with torch.no_grad():
+            compiled(torch.zeros(1, 64))

@@ -163,10 +163,22 @@ class _GraphWithWeights(torch.nn.Module):
 _RANDOM = ("bernoulli", "rand", "normal", "multinomial")
 
 
+def _base(value):
+    """The tensor a view (or an in-place op's result) refers to: followed back through ops whose first
+    argument's alias annotation says the output shares its memory."""
+    while isinstance(value, torch.fx.Node) and value.op == "call_function" and value.args:
+        schema = getattr(value.target, "_schema", None)
+        if schema is None or not schema.arguments or schema.arguments[0].alias_info is None:
+            break
+        value = value.args[0]
+    return value
+
+
 def _refuse_training(program) -> None:
-    """Refuses graphs whose eager run changes state or draws random numbers: an in-place update of a
-    tensor (BatchNorm counting batches), an op told it is training (BatchNorm updating its running
-    statistics, Dropout) or a random op, i.e. a module in training mode. OptimEP would silently do none."""
+    """Refuses graphs whose eager run changes state or draws random numbers: an in-place update of a graph
+    input, parameter or buffer (BatchNorm counting batches), an op told it is training (BatchNorm updating
+    its running statistics, Dropout) or a random op, i.e. a module in training mode. OptimEP would silently
+    do none of them. In-place ops on values computed inside the graph (`x += residual`) are fine."""
     for node in program.graph.nodes:
         if node.op != "call_function":
             continue
@@ -174,13 +186,13 @@ def _refuse_training(program) -> None:
         schema = getattr(node.target, "_schema", None)
         named = dict(zip([a.name for a in schema.arguments], node.args)) if schema is not None else {}
         named.update(node.kwargs)
-        mode = named.get("training", named.get("train"))
-        if mode is True:
+        if named.get("training", named.get("train")) is True:
             raise CaptureRefused(f"the graph runs {name} in training mode; call model.eval() to run it on OptimEP")
-        # An in-place op told it is not training (Dropout(inplace=True) in eval mode) changes nothing.
-        if schema is not None and schema.is_mutable and mode is not False:
-            raise CaptureRefused(f"the graph updates a tensor in place ({name}, e.g. a BatchNorm in training mode); "
-                                 "call model.eval() to run it on OptimEP")
+        written = [named.get(a.name) for a in (schema.arguments if schema is not None else [])
+                   if a.alias_info is not None and a.alias_info.is_write]
+        if any(isinstance(_base(w), torch.fx.Node) and _base(w).op == "placeholder" for w in written):
+            raise CaptureRefused(f"the graph updates an input, weight or buffer in place ({name}, e.g. a BatchNorm in "
+                                 "training mode counting batches); OptimEP would not update it (model.eval() if it is training)")
         if any(r in name for r in _RANDOM):
             raise CaptureRefused(f"the graph draws random numbers ({name}); OptimEP runs deterministic inference")
 

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from optim.common.errors import UserError
 
 QUANTIZE_MODES = (None, "int8")
@@ -61,7 +63,7 @@ def parse_options(options: Mapping[str, Any] | None) -> BackendOptions:
                            "inputs, at least 2: one in five is held out to measure accuracy)")
     if calib is not None and quantize is None:
         raise OptionsError("calib is only used with quantize='int8'")
-    if calib is not None and not (callable(calib) or isinstance(calib, Iterable)) or isinstance(calib, (str, bytes)):
+    if calib is not None and not (callable(calib) or isinstance(calib, Iterable)) or isinstance(calib, (str, bytes, torch.Tensor)):
         raise OptionsError(f"calib must be a list of example input tuples, a callable returning them or an iterable, "
                            f"got {type(calib).__name__}")
     threads = options.get("threads")

@@ -6,11 +6,15 @@ load_state_dict, or replaced), the next call recompiles. Gradients: see _Inferen
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import torch
 
+from optim.optimizer.quantization import CalibrationError
+
 from .capture import CaptureRefused
+from .options import OptionsError
 from .report import GraphReport, next_index, record
 from .tensors import NUMPY_DTYPES, from_numpy, to_numpy
 
@@ -59,10 +63,13 @@ class GraphRunner:
         self.eager_reason: str | None = None
         self.report: GraphReport | None = None
         self._weights: list[tuple[int, torch.Tensor, int]] = []
+        self._lock = threading.Lock()  # threads sharing a compiled model compile a graph once
 
     def __call__(self, *args):
         if self.eager_reason is None and (self.compiled is None or self._weights_changed(args)):
-            self._compile(list(args))
+            with self._lock:
+                if self.eager_reason is None and (self.compiled is None or self._weights_changed(args)):
+                    self._compile(list(args))
         if self.eager_reason is not None:
             return self.gm(*args)
         needs_grad = torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
@@ -94,6 +101,9 @@ class GraphRunner:
         except CaptureRefused as e:
             self._go_eager(report, str(e))
             return
+        except (OptionsError, CalibrationError):
+            report.runs_on, report.reason = "eager", "bad calibration samples"
+            raise  # the user's to fix: one sentence, not a silent fallback
         except Exception as e:  # noqa: BLE001 - the exporter's or optimizer's: the graph still runs, eagerly
             self._go_eager(report, f"{type(e).__name__}: {_first_line(e)}")
             return
