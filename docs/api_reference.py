@@ -51,9 +51,10 @@ def _members(cls) -> list[str]:
         if name.startswith("_"):
             continue
         target = member.fget if isinstance(member, property) else member
-        if callable(target) and inspect.getdoc(target) and target.__qualname__.startswith(cls.__name__ + "."):
+        own = inspect.cleandoc(target.__doc__ or "") if callable(target) else ""  # not nn.Module's inherited ones
+        if own and target.__qualname__.startswith(cls.__name__ + "."):
             kind = "property" if isinstance(member, property) else "method"
-            lines.append(f"- `{name}` ({kind}): {inspect.getdoc(target).splitlines()[0]}")
+            lines.append(f"- `{name}` ({kind}): {' '.join(own.split(chr(10) * 2)[0].split())}")
     return lines
 
 

@@ -31,6 +31,7 @@ class Accelerated(torch.nn.Module):
 
     @property
     def report(self) -> TorchReport:
+        """This module's own compiles (optim.torch.last_report() lists every one in the process)."""
         return self._backend.report
 
     def state_dict(self, *args, **kwargs):
