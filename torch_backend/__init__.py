@@ -20,7 +20,7 @@ from __future__ import annotations
 try:
     import torch  # noqa: F401
 except ImportError:  # pragma: no cover - depends on the environment
-    raise ImportError("optim.torch needs PyTorch: pip install optim[torch]") from None
+    raise ImportError("optim.torch needs PyTorch: pip install 'optim[torch]'") from None
 
 from .accelerate import Accelerated, accelerate
 from .backend import OptimBackend, optim_backend
