@@ -1,6 +1,7 @@
 """torch.compile(model, backend="optim"): the zoo and MiniLM match eager PyTorch (fp32 within the float
 tolerance, int8 within INT8_MIN_COSINE), graph breaks, dynamic batch (one compile per shape class), bad
-options in one sentence, and the entry point in a fresh process that never imports optim."""
+options in one sentence, the entry point in a fresh process that never imports optim (OPTIM_LOG=1: one line
+per compile), gradients and training mode as documented."""
 
 from __future__ import annotations
 
@@ -177,9 +178,13 @@ def test_entry_point_works_without_importing_optim(tmp_path):
         assert graph.runs_on == "OptimEP", graph.line()
         print(float((ours - eager).abs().max()))
     """)
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    env = dict(os.environ, OPTIM_LOG="1")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert float(run.stdout.strip().splitlines()[-1]) <= 1e-5
+    logged = [line for line in run.stderr.splitlines() if line.startswith("optim.torch: graph ")]
+    assert len(logged) == 1 and "ONNX nodes on OptimEP, fp32, compiled in" in logged[0], run.stderr[-3000:]
 
 
 def test_a_forward_that_needs_gradients_runs_on_optimep_and_refuses_backward():
