@@ -1,7 +1,7 @@
 """PyTorch eager vs torch.compile(backend="inductor") vs torch.compile(backend="optim") in fp32 and int8.
 
     .venv/bin/python benchmarks/torch_backend.py [--models resnet50,minilm] [--batch 1,8] [--threads 1]
-        [--budget 20] [--runs 50] [--min-runs 5] [--warmup 3] [--json out.json] [--no-markdown]
+        [--budget 20] [--runs 50] [--min-runs 5] [--warmup 3] [--json out.json] [--merge earlier.json] [--no-markdown]
 
 The real-size suite's models (realsize_models.py: ResNet-50, MobileNetV2, EfficientNet-B0, ViT-B/16,
 BERT-base from transformers configs, MiniLM with its weights) at each batch size: every backend compiles
@@ -141,6 +141,14 @@ def write_markdown(rows: list[dict], command: str, threads: int) -> None:
     md.write_text(_replace_between(md.read_text(), MARKERS, lines))
 
 
+def _ordered(rows: list[dict]) -> list[dict]:
+    """Rows in the suite's order, then batch, then backend."""
+    def key(r):
+        return (MODELS.index(r["model"]) if r["model"] in MODELS else len(MODELS), r["batch"],
+                BACKENDS.index(r["backend"]) if r["backend"] in BACKENDS else len(BACKENDS))
+    return sorted(rows, key=key)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", help=f"comma-separated subset of {','.join(MODELS)}")
@@ -148,6 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS), help=f"comma-separated subset of {','.join(BACKENDS)}")
     options.add_timing(ap, budget=20, budget_for="per model and batch", runs=50, warmup=3)
     ap.add_argument("--json", help="also write every row to this JSON file")
+    ap.add_argument("--merge", help="rows of an earlier run's --json: kept for the models and batches not run now")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args(argv)
     options.check_timing(ap, args)
@@ -156,10 +165,17 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     torch._dynamo.config.recompile_limit = 64  # four backends x batch sizes on one forward
     command = "python benchmarks/torch_backend.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    rows = []
+    batches = [int(b) for b in args.batch.split(",")]
+    kept = []
+    if args.merge:
+        with open(args.merge, encoding="utf-8") as f:
+            kept = [r for r in json.load(f) if not (r["model"] in models and r["batch"] in batches)]
+        command += f" (rows of other models from an earlier run: {', '.join(sorted({r['model'] for r in kept}))})"
+    fresh, rows = [], []
     for name in models:
-        for batch in [int(b) for b in args.batch.split(",")]:
-            rows += bench_model(name, batch, args)
+        for batch in batches:
+            fresh += bench_model(name, batch, args)
+            rows = _ordered(fresh + kept)
             # Written after every model and batch: a long run stopped part-way keeps what it measured.
             if args.json:
                 with open(args.json, "w", encoding="utf-8") as f:
