@@ -1,5 +1,5 @@
-"""Writes docs/API.md from the runtime's docstrings and EP_OPTIONS (and optim.serve's, which needs the serve and
-ray extras): `python docs/api_reference.py`
+"""Writes docs/API.md from the runtime's docstrings and EP_OPTIONS, then optim.serve's (needs the serve and ray
+extras) and optim.torch's (imports torch): `python docs/api_reference.py`
 (rewrites the file) or `--check` (exit 1 if the file is out of date; tests/test_embed_python.py runs it)."""
 
 from __future__ import annotations
@@ -43,6 +43,43 @@ def _entry(name: str, obj) -> str:
     return f"### `{name}{inspect.signature(obj)}`\n\n{doc}\n"
 
 
+TORCH_TEXT = """## From PyTorch: `optim.torch` (needs torch: `pip install optim[torch]`)
+
+`torch.compile(model, backend="optim", options={...})` works without `import optim` (the package registers the
+backend under the `torch_dynamo_backends` entry point). Options (the same keywords for `accelerate`):
+
+| option | meaning |
+| --- | --- |
+"""
+
+
+def _members(cls) -> list[str]:
+    lines = []
+    for name, member in inspect.getmembers(cls):
+        if name.startswith("_"):
+            continue
+        target = member.fget if isinstance(member, property) else member
+        own = inspect.cleandoc(target.__doc__ or "") if callable(target) else ""  # not nn.Module's inherited ones
+        if own and target.__qualname__.startswith(cls.__name__ + "."):
+            kind = "property" if isinstance(member, property) else "method"
+            lines.append(f"- `{name}` ({kind}): {' '.join(own.split(chr(10) * 2)[0].split())}")
+    return lines
+
+
+def render_torch() -> str:
+    import optim.torch
+    from optim.torch.options import KNOWN
+
+    parts = [TORCH_TEXT + "".join(f"| `{k}` | {v} |\n" for k, v in KNOWN.items())]
+    parts.append(f"{inspect.getdoc(optim.torch)}\n")
+    for name in ("accelerate", "last_report", "reset_report"):
+        parts.append(_entry(f"optim.torch.{name}", getattr(optim.torch, name)))
+    for cls in (optim.torch.Accelerated, optim.torch.TorchReport, optim.torch.GraphReport):
+        parts.append(f"### `optim.torch.{cls.__name__}`\n\n{inspect.getdoc(cls)}\n")
+        parts += _members(cls) + [""]
+    return "\n".join(parts)
+
+
 def render() -> str:
     parts = [HEADER, "## Functions\n"]
     for name in ("session", "placement", "register", "library_path"):
@@ -59,6 +96,7 @@ def render() -> str:
     parts.append(EP_OPTIONS_TEXT + "".join(f"| `{k}` | {v} |\n" for k, v in EP_OPTIONS.items()))
     parts.append(SERVE_TEXT)
     parts.extend(_serving_entries())
+    parts.append(render_torch())
     return "\n".join(parts)
 
 

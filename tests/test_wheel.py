@@ -24,7 +24,7 @@ HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvi
          "ray"}
 # What the wheel is built from: a dist/ wheel older than any of these is stale.
 SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "cmake", "ep_plugin", "common", "exporter",
-           "optimizer", "models", "serve"]
+           "optimizer", "models", "serve", "torch_backend"]
 
 
 def _newest_source() -> float:
@@ -63,6 +63,9 @@ def test_wheel_bundles_the_library_and_only_runtime_dependencies(wheel, venv):
     names = zipfile.ZipFile(wheel).namelist()
     assert "optim/ep_plugin/liboptim_ep.so" in names
     assert not [n for n in names if n.endswith((".cc", ".h"))], "C++ sources are not shipped"
+    assert "optim/torch/backend.py" in names  # torch_backend/, installed as optim.torch
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "optim = optim.torch.backend:optim_backend" in zipfile.ZipFile(wheel).read(entry_points).decode()
     installed = {p["name"].lower() for p in json.loads(run_checked([venv / "python", "-m", "pip", "list", "--format",
                                                                     "json"]).stdout)}
     assert {"optim", "onnxruntime", "onnx", "numpy", "click"} <= installed
@@ -100,3 +103,9 @@ def test_serve_names_its_extra(venv, tmp_path):
     done = subprocess.run([venv / "optim", "serve", model], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "pip install 'optim[serve]'" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_optim_torch_names_its_extra(venv, tmp_path):
+    done = subprocess.run([venv / "python", "-c", "import optim.torch"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "ImportError: optim.torch needs PyTorch: pip install 'optim[torch]'" in done.stderr, done.stderr

@@ -98,9 +98,14 @@ def _function_batches(spec: str) -> list[tuple[str, dict]]:
     return batches
 
 
-def load_calibration(source: str | os.PathLike, model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
-    """Checked calibration batches from an .npz file, a folder of .npz files or `module:function`."""
+def load_calibration(source: str | os.PathLike | list[dict], model: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+    """Checked calibration batches from an .npz file, a folder of .npz files, `module:function`, or a list of
+    batches already in memory (dicts of input name -> array, e.g. from optim.torch)."""
     inputs = model_inputs(model)
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise CalibrationError("the calibration data holds no batches")
+        return [check_batch(b, inputs, f"calibration batch {i}") for i, b in enumerate(source)]
     text = os.fspath(source)
     if Path(text).exists():
         named = _npz_batches(Path(text))

@@ -111,7 +111,7 @@ def _batches(float_model: onnx.ModelProto, dynamic: bool, calibration, calibrati
         return [], (load_calibration(evaluation, float_model) if evaluation is not None
                     else random_calibration(float_model, 4, shapes, seed=1))
     if calibration is not None:
-        say(f"reading calibration data from {calibration}")
+        say("reading calibration data" + ("" if isinstance(calibration, (list, tuple)) else f" from {calibration}"))
         batches = load_calibration(calibration, float_model)
         return _split(batches, load_calibration(evaluation, float_model) if evaluation else None)
     if calibration_random:
@@ -127,7 +127,7 @@ def quantize(
     model: str | os.PathLike,
     output: str | os.PathLike,
     *,
-    calibration: str | os.PathLike | None = None,
+    calibration: str | os.PathLike | list[dict] | None = None,
     calibration_random: int | None = None,
     evaluation: str | os.PathLike | None = None,
     method: str = "minmax",
@@ -144,6 +144,8 @@ def quantize(
     progress=None,
 ) -> QuantizeResult:
     """Quantizes `model` into `output` (written only when everything succeeded) and measures it.
+
+    calibration: an .npz file, a folder of them, `module:function`, or a list of input dicts in memory.
 
     op_types: quantize only nodes of these types (e.g. ["MatMul"]; default every type onnxruntime can).
     target: "cosine>=X", "mean_cosine>=X", "sqnr>=DB" or "top1>=F" on the held-out batches on OptimEP:
