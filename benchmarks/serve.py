@@ -1,7 +1,7 @@
 """Load benchmark of `optim serve`: throughput and p50/p99 latency at 1, 8 and 32 concurrent clients, with and
 without dynamic batching, on ResNet-18 (224x224) and MiniLM-L6 (sequence 128; and 16, short queries).
 
-    taskset -c 1 .venv/bin/python benchmarks/serve.py [--models resnet18,minilm,minilm16] [--clients 1,8,32]
+    .venv/bin/python benchmarks/serve.py [--models resnet18,minilm,minilm16] [--clients 1,8,32]
         [--duration 10] [--warmup 1] [--max-batch 8] [--max-delay-ms 5] [--threads 1] [--json out.json]
         [--no-markdown]
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import signal
 import socket
@@ -374,9 +375,13 @@ def main(argv=None) -> int:
         b = args.max_batch
         t_lines = list(dict.fromkeys(f"{r['model']} T(1) {r['T1_ms']:.1f} ms, T({b}) {r['TB_ms']:.1f} ms "
                                      f"({r['TB_ms'] / b:.1f} ms a sample), o {r['overhead_ms']:.2f} ms" for r in rows))
-        command = f"taskset -c 1 .venv/bin/python benchmarks/serve.py {shown}".strip()
+        cores = sorted(os.sched_getaffinity(0))  # what this run (and the server it started) could use
+        pinned = len(cores) < core_count()
+        prefix = f"taskset -c {','.join(map(str, cores))} " if pinned else ""
+        command = f"{prefix}.venv/bin/python benchmarks/serve.py {shown}".strip()
+        where = f"pinned to core(s) {','.join(map(str, cores))}" if pinned else "sharing all of them"
         lines = ["", f"Command: `{command}`  ",
-                 f"Machine: {cpu_summary()}, {core_count()} cores, everything (server and clients) pinned to one core; "
+                 f"Machine: {cpu_summary()}, {core_count()} cores, everything (server and clients) {where}; "
                  f"onnxruntime {ort.__version__}; server `--threads {args.threads}`, batching on = `--max-batch "
                  f"{args.max_batch} --max-delay-ms {args.max_delay_ms:g}`, off = `--max-batch 1`, both servers up and "
                  f"driven in turn (off, on) {ROUNDS} times per client count, each slot {args.warmup:g} s warm-up "
