@@ -41,8 +41,8 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const bool prefetch_next = (p + NP) * 16 >= g.n;
   // The epilogue's lines, asked for now so that they arrive during the K loop: the output for writing
   // (PREFETCHW: no read-for-ownership stall at the store) and a separate residual for reading. Short-K
-  // tiles (1x1 convolutions) wait on them otherwise: ResNet-50 b8's 64->256 1x1 with its residual 10.6 ->
-  // 9.5 ms; long-K tiles gain nothing, the lines could leave L1 before the epilogue.
+  // tiles (1x1 convolutions) wait on them otherwise: ResNet-50 b8's 64->256 1x1 with its residual 10.4 ->
+  // 9.1 ms (T=1); long-K tiles gain nothing, the lines could leave L1 before the epilogue.
   constexpr int64_t kPrefetchEpilogueMaxK = 512;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
