@@ -42,8 +42,8 @@ def test_rows_name_every_step_and_every_cpu_ep_node(fallback_file):
     assert_complete(prof, str(fallback_file), {"x": [2, 3, 32, 32]})
     by_label = {r.nodes: r for r in prof.rows}
     # Convolutions run channels last: their inputs are NHWC.
-    assert by_label["NhwcConv 'c1' + Relu 'r1'"].input_shapes == [[2, 32, 32, 3]]
-    assert by_label["NhwcConv 'c2'"].input_shapes == [[2, 32, 32, 8]]
+    assert by_label["NhwcConv 'c1' (winograd) + Relu 'r1'"].input_shapes == [[2, 32, 32, 3]]
+    assert by_label["NhwcConv 'c2' (winograd)"].input_shapes == [[2, 32, 32, 8]]
     assert by_label["Hardmax 'hm'"].op == "Hardmax" and by_label["Hardmax 'hm'"].input_shapes[0] == [2, 8, 32, 32]
     assert {(s["where"], s["op"]) for s in prof.by_op()} >= {(EP_NAME, "NhwcConv"), ("CPU EP", "Hardmax"),
                                                            ("CPU EP", "Shrink")}
@@ -112,7 +112,7 @@ def test_cli_table_and_summary(fallback_file):
     header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["ms/run", "share"])
     assert lines[header].split() == ["ms/run", "share", "where", "op", "input", "shapes", "node(s)"]
     body = lines[header + 1:lines.index("by op type:")]
-    for label in ("NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'", "Hardmax 'hm'", "Shrink 'sh'"):
+    for label in ("NhwcConv 'c1' (winograd) + Relu 'r1'", "NhwcConv 'c2' (winograd)", "Hardmax 'hm'", "Shrink 'sh'"):
         assert sum(line.endswith(f"  {label}") for line in body) == 1, (label, body)
     assert any(line.startswith(f"  {EP_NAME}: NhwcConv ") for line in lines)
     assert any(line.startswith("  CPU EP: ") and "Hardmax" in line and "Shrink" in line for line in lines)

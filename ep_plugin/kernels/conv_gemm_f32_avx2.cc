@@ -15,14 +15,6 @@ namespace {
 
 constexpr int kRows = 6;
 
-inline __m256 finish(__m256 v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
-  if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
-  if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual));
-  v = _mm256_max_ps(_mm256_set1_ps(ep.lo), v);  // NaN stays (second operand)
-  v = _mm256_min_ps(_mm256_set1_ps(ep.hi), v);
-  return ep.has_act ? activation256(ep.act, ep.act_params, v) : v;
-}
-
 template <int MR>
 void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
@@ -65,8 +57,8 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
       const float* bias = ep.bias ? ep.bias + j0 : nullptr;
       const float* res = ep.residual ? ep.residual + row * ep.ld_residual + j0 : nullptr;
       float* out = g.c + row * g.ldc + j0;
-      _mm256_storeu_ps(out, finish(c0[i], bias, res, ep));
-      _mm256_storeu_ps(out + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr, ep));
+      _mm256_storeu_ps(out, conv_epilogue256(c0[i], bias, res, ep));
+      _mm256_storeu_ps(out + 8, conv_epilogue256(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr, ep));
     } else {
       alignas(32) float acc[16];
       _mm256_store_ps(acc, c0[i]);

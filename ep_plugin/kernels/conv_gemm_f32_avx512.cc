@@ -21,11 +21,7 @@ inline __mmask16 mask_of(int64_t cols) { return cols >= 16 ? __mmask16(0xFFFF) :
 inline void store(__m512 v, int64_t m, int64_t j0, int64_t cols, const ConvGemmF32Args& g) {
   const ConvF32Epilogue& ep = g.ep;
   const __mmask16 k = mask_of(cols);
-  if (ep.bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.bias + j0));
-  if (ep.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j0));
-  v = _mm512_max_ps(_mm512_set1_ps(ep.lo), v);  // max/min return the second operand on NaN: NaN stays
-  v = _mm512_min_ps(_mm512_set1_ps(ep.hi), v);
-  if (ep.has_act) v = activation512(ep.act, ep.act_params, v);
+  v = conv_epilogue512(v, k, ep.bias ? ep.bias + j0 : nullptr, ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr, ep);
   _mm512_mask_storeu_ps(g.c + m * g.ldc + j0, k, v);
 }
 

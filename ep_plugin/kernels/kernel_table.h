@@ -321,6 +321,20 @@ struct DwconvQ8Args {
 using DwconvF32Fn = void (*)(int64_t m0, int64_t m1, const DwconvF32Args& args);
 using DwconvQ8Fn = void (*)(int64_t m0, int64_t m1, const DwconvQ8Args& args);
 
+// --- Winograd F(2x2, 3x3) tile transforms (ops/conv_winograd.cc) ----------------------------------------
+// A 3x3 stride-1 convolution as 16 GEMMs: each 4x4 input tile d becomes V = Bt d B (every channel), GEMM
+// position pos multiplies V[pos] (tiles x Cin) by the transformed weights U[pos] = (G g Gt)[pos] (Cin x
+// Cout), and each tile's M = (V U) gives its 2x2 output pixels Y = At M A through the convolution epilogue.
+// Input: tile t's 16 pixels (row i, column j of the tile) start at px[t * 16 + i * 4 + j] (a zero row for
+// padding), `channels` floats each; writes v[pos * ld_pos + t * ld_tile + c], pos = i * 4 + j.
+using WinogradInputF32Fn = void (*)(const float* const* px, int64_t tiles, int64_t channels, float* v, int64_t ld_pos,
+                                    int64_t ld_tile);
+// Output: m[pos * ld_pos + t * ld_tile + j], j < cols, is output channel j0 + j of tile t; its 2x2 pixels
+// are rows pixel[t * 4 + i * 2 + k] of C (-1: past the image's edge, not written), each getting
+// C[row * ldc + j0 + j] = epilogue(Y) (bias[j0 + j], residual[row * ld_residual + j0 + j], clamp, activation).
+using WinogradOutputF32Fn = void (*)(const float* m, int64_t ld_pos, int64_t ld_tile, int64_t tiles, int64_t cols,
+                                     const int64_t* pixel, float* c, int64_t ldc, int64_t j0, const ConvF32Epilogue& ep);
+
 // --- transposes of 4-byte elements (layout changes: NCHW <-> NHWC) --------------------------------------
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols (any 32-bit values, moved as bits).
 using Transpose32Fn = void (*)(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
@@ -388,6 +402,8 @@ struct KernelTable {
   Kernel<ConvGemmQ8Fn> conv_gemm_u8s8;
   Kernel<DwconvF32Fn> dwconv_f32;
   Kernel<DwconvQ8Fn> dwconv_q8;
+  Kernel<WinogradInputF32Fn> winograd_input_f32;
+  Kernel<WinogradOutputF32Fn> winograd_output_f32;
   Kernel<Transpose32Fn> transpose32;
   Kernel<Transpose8Fn> transpose8;
   Kernel<PoolWindowFn> pool_window;

@@ -99,5 +99,16 @@ inline __m512 activation512(ActivationOp op, const ActivationParams& p, __m512 v
   }
 }
 
+// The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on the channels of mask k (of 16): bias and
+// residual (each when not null, pointing at those channels), the clamp, the activation. The AVX-512 conv
+// GEMM's and Winograd's.
+inline __m512 conv_epilogue512(__m512 v, __mmask16 k, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
+  if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias));
+  if (residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, residual));
+  v = _mm512_max_ps(_mm512_set1_ps(ep.lo), v);  // max/min return the second operand on NaN: NaN stays
+  v = _mm512_min_ps(_mm512_set1_ps(ep.hi), v);
+  return ep.has_act ? activation512(ep.act, ep.act_params, v) : v;
+}
+
 }  // namespace
 }  // namespace optim::kernels

@@ -185,6 +185,7 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       rewrites.outputs = outputs;
       rewrites.kernels = &kernels::kernel_table(ep->options_.isa);
       rewrites.channels_last = ep->options_.channels_last;
+      rewrites.winograd = ep->options_.winograd;
       run_rewrites(rg.graph, rewrites);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));

@@ -109,6 +109,20 @@ std::string Node::attr_s(const std::string& n, const std::string& dflt) const {
   return it == attrs.end() ? dflt : it->second.s;
 }
 
+void Node::set_attr_f(const std::string& n, float v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_FLOAT;
+  a.f = v;
+  attrs[n] = a;
+}
+
+void Node::set_attr_s(const std::string& n, const std::string& v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_STRING;
+  a.s = v;
+  attrs[n] = a;
+}
+
 std::vector<int64_t> Node::attr_ints(const std::string& n, const std::vector<int64_t>& dflt) const {
   auto it = attrs.find(n);
   return it == attrs.end() ? dflt : it->second.ints;

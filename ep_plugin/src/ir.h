@@ -74,6 +74,9 @@ struct Node {
   std::string attr_s(const std::string& n, const std::string& dflt) const;
   std::vector<int64_t> attr_ints(const std::string& n, const std::vector<int64_t>& dflt = {}) const;
   std::vector<std::string> attr_strings(const std::string& n) const;  // empty when absent
+  // Set (or replace) a float / string attribute: what rewrites record on the nodes they make.
+  void set_attr_f(const std::string& n, float v);
+  void set_attr_s(const std::string& n, const std::string& v);
   // A tensor attribute, or nullptr when the node has none of that name.
   const Tensor* attr_tensor(const std::string& n) const;
   // "Conv 'conv1'" for error messages.

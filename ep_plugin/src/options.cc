@@ -52,6 +52,10 @@ EpOptions read_options(const OrtSessionOptions* so) {
     if (v != "0" && v != "1") throw Error("option channels_last='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
     o.channels_last = v == "1";
   }
+  if (get_entry(so, key("winograd"), &v)) {
+    if (v != "0" && v != "1") throw Error("option winograd='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
+    o.winograd = v == "1";
+  }
   return o;
 }
 

@@ -15,6 +15,7 @@ struct EpOptions {
   std::string placement_report;            // path: JSON of claimed groups and refused nodes, rewritten per GetCapability
   bool log = false;                        // log=1: each refusal as a warning on ORT's logger
   bool channels_last = true;               // channels_last=0: convolutions stay NCHW (direct kernels), for comparison
+  bool winograd = true;                    // winograd=0: 3x3 convolutions stay direct (rewrites/winograd.cc)
   // profile=PATH: time every step of every fused node; PATH gets JSON (per partition: runs, per step its
   // label, op, total_ns and first input's shape) after each Compile and, with the final numbers, when the
   // session releases OptimEP. profile_warmup=N: each partition's first N runs are not counted.

@@ -62,6 +62,7 @@ int Plan::add_slot(const Graph& graph, const std::string& n, SlotKind kind, int 
 void Plan::add_step(const Graph& graph, const Node& node, const std::map<std::string, int>& output_index) {
   Step step;
   step.label = node.label();
+  if (node.has_attr("algorithm")) step.label += " (" + node.attr_s("algorithm", "") + ")";  // rewrites/winograd.cc
   if (node.has_attr("fused")) step.label += " + " + node.attr_s("fused", "");  // nodes a rewrite folded in
   step.op_type = node.op;
   step.shape_inputs = shape_value_inputs(node);  // the partitioner's list too: one source for both

@@ -58,7 +58,7 @@ def test_a_residual_network_changes_layout_only_at_its_edges():
     assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcMaxPool", "NhwcConv", "NhwcConv", "NhwcGlobalAveragePool",
                            "ToNchw", "Flatten", "Gemm"], steps
     # The block's second conv absorbed the residual Add and the Relu after it.
-    assert "NhwcConv 'c2' + Add 'add' + Relu 'r2'" in steps and "NhwcConv 'c0' + Relu 'r0'" in steps
+    assert "NhwcConv 'c2' (winograd) + Add 'add' + Relu 'r2'" in steps and "NhwcConv 'c0' (winograd) + Relu 'r0'" in steps
 
 
 def test_without_channels_last_the_convolutions_stay_nchw():
@@ -82,7 +82,7 @@ def test_squeeze_excite_concat_and_hardswish_stay_channels_last():
          "w2": rand(RNG, 8, 4, 1, 1), "w3": rand(RNG, 5, 4, 3, 3), "w4": rand(RNG, 6, 13, 1, 1)}, opset=18)
     steps = _check(model, {"x": rand(RNG, 1, 4, 9, 11)})
     assert _ops(steps).count("ToNhwc") == 1 and _ops(steps).count("ToNchw") == 1, steps
-    assert "NhwcConv 'c0' + HardSwish 'swish'" in steps, steps
+    assert "NhwcConv 'c0' (winograd) + HardSwish 'swish'" in steps, steps
 
 
 def test_a_models_own_channels_last_transposes_cancel_out():
@@ -130,7 +130,7 @@ def test_activations_after_a_convolution_run_in_its_epilogue():
          "w3": rand(RNG, 5, 16, 1, 1)}, opset=14)
     steps = _check(model, {"x": rand(RNG, 2, 3, 10, 9) * 3})
     assert _ops(steps) == ["ToNhwc", "NhwcConv", "NhwcConv", "NhwcConv", "NhwcConv", "ToNchw"], steps
-    for label in ("NhwcConv 'c0' + Silu 'silu'", "NhwcConv 'c1' + HardSwish 'hswish'", "NhwcConv 'dw' + LeakyRelu 'leaky'",
+    for label in ("NhwcConv 'c0' (winograd) + Silu 'silu'", "NhwcConv 'c1' + HardSwish 'hswish'", "NhwcConv 'dw' + LeakyRelu 'leaky'",
                   "NhwcConv 'c3' + HardSigmoid 'hsig'"):
         assert label in steps, (label, steps)
 
@@ -157,7 +157,7 @@ def test_the_placement_names_each_rewrite_and_why_a_candidate_was_left_alone():
         {"x": (np.float32, [1, 3, 6, 6])}, ["y"], {"w0": rand(RNG, 16, 3, 3, 3), "w1": rand(RNG, 16, 4, 3, 3)})
     _check(model, {"x": rand(RNG, 1, 3, 6, 6)})
     p = placement(session(model, fallback=False))
-    assert p.rewrites == {"channels_last": 1, "conv_epilogues": 1}, p.rewrites
+    assert p.rewrites == {"channels_last": 1, "conv_epilogues": 1, "winograd": 1}, p.rewrites
     assert any(r.startswith("channels_last: Conv 'grouped': grouped with fewer than 16") for r in p.rewrite_refusals), p.rewrite_refusals
 
 

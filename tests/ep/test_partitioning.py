@@ -61,6 +61,7 @@ def test_float64_nodes_are_refused_with_the_dtype():
     ("isa", "avx9000", "OptimEP: option isa='avx9000' is not one of auto, scalar, avx2, avx512vnni, amx"),
     ("min_partition_nodes", "many", "OptimEP: option min_partition_nodes='many' is not a non-negative integer"),
     ("log", "yes", "OptimEP: option log='yes' is not 0 or 1"),
+    ("winograd", "yes", "OptimEP: option winograd='yes' is not 0 or 1"),
 ])
 def test_bad_ep_option_fails_the_session_instead_of_silently_running_on_cpu(option, value, says, capsys):
     model = make_model([N("Relu", ["x"], ["y"])], {"x": (np.float32, [3])}, ["y"])

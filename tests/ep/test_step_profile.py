@@ -39,12 +39,12 @@ def test_the_file_names_every_step_and_counts_the_runs_after_the_warmup(tmp_path
     # Each partition: its input moved to channels last, the convolution (with the Relu it absorbed), and back.
     steps = [s for p in doc["partitions"] for s in p["steps"]]
     assert sorted(s["op"] for s in steps) == ["NhwcConv", "NhwcConv", "ToNchw", "ToNchw", "ToNhwc", "ToNhwc"]
-    assert sorted(s["label"] for s in steps if s["op"] == "NhwcConv") == ["NhwcConv 'c1' + Relu 'r1'", "NhwcConv 'c2'"]
+    assert sorted(s["label"] for s in steps if s["op"] == "NhwcConv") == ["NhwcConv 'c1' (winograd) + Relu 'r1'", "NhwcConv 'c2' (winograd)"]
     for p in doc["partitions"]:
         assert p["runs"] == 3
         assert all(s["total_ns"] > 0 for s in p["steps"])
     shapes = {s["label"]: s["input_shape"] for s in steps if s["op"] == "NhwcConv"}
-    assert shapes == {"NhwcConv 'c1' + Relu 'r1'": [2, 32, 32, 3], "NhwcConv 'c2'": [2, 32, 32, 8]}  # the last run's
+    assert shapes == {"NhwcConv 'c1' (winograd) + Relu 'r1'": [2, 32, 32, 3], "NhwcConv 'c2' (winograd)": [2, 32, 32, 8]}  # the last run's
     assert not (tmp_path / "steps.json.tmp").exists()
 
 

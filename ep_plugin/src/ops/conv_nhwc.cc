@@ -10,6 +10,7 @@
 #include "broadcast.h"
 #include "../aligned_vector.h"
 #include "conv_nhwc.h"
+#include "conv_winograd.h"
 
 namespace optim {
 
@@ -141,11 +142,17 @@ class NhwcConvImpl : public Op {
       act_params_ = {n.attr_f("activation_alpha", 0.f), n.attr_f("activation_beta", 0.f)};
     }
     depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
+    if (n.attr_s("algorithm", "") == "winograd") {
+      if (!WinogradF23::suits(cg_)) throw Error(n.label() + ": algorithm 'winograd' needs a 3x3 stride-1 convolution of one group");
+      winograd_ = std::make_unique<WinogradF23>(cg_);
+    }
   }
 
   void prepare(const kernels::KernelTable&) override {
     const int64_t taps = cg_.k_dim() / cg_.cin_g;
-    if (depthwise_) {  // taps x channels
+    if (winograd_) {
+      winograd_->prepare(weights_.data());
+    } else if (depthwise_) {  // taps x channels
       dw_.resize(static_cast<size_t>(taps * cg_.cout));
       for (int64_t c = 0; c < cg_.cout; ++c)
         for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = weights_[static_cast<size_t>(c * taps + t)];
@@ -176,7 +183,9 @@ class NhwcConvImpl : public Op {
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const NhwcConvLayout l(cg_, *in[0]);
     size_t prepared = 0;
-    if (!depthwise_ && l.reads_padding)
+    if (winograd_)
+      prepared = winograd_->scratch_bytes(l);
+    else if (!depthwise_ && l.reads_padding)
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
   }
@@ -229,6 +238,11 @@ class NhwcConvImpl : public Op {
     ep.act_params = act_params_;
     ep.residual = residual;
     ep.ld_residual = cg_.cout;
+    if (winograd_) {
+      ep.bias = bias_.empty() ? nullptr : bias_.data();
+      winograd_->run(rc, l, x, y, ep, prepared);
+      return;
+    }
     if (depthwise_) {
       kernels::DwconvF32Args a;
       a.g = l.depthwise(cg_.cout);
@@ -303,6 +317,7 @@ class NhwcConvImpl : public Op {
   kernels::ActivationOp act_ = kernels::ActivationOp::kSilu;
   kernels::ActivationParams act_params_;
   bool depthwise_ = false;
+  std::unique_ptr<WinogradF23> winograd_;  // attribute algorithm="winograd" (rewrites/winograd.cc)
 };
 
 }  // namespace

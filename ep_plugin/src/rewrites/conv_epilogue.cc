@@ -54,35 +54,19 @@ bool depends_on(const Graph& g, const std::string& value, const std::string& fro
   return false;
 }
 
-void set_string_attr(Node& n, const char* name, const std::string& v) {
-  Attr a;
-  a.type = ORT_OP_ATTR_STRING;
-  a.s = v;
-  n.attrs[name] = a;
-}
-
-void set_float_attr(Node& n, const char* name, float v);
-
 // When `act` is an activation the epilogue runs, sets conv's activation attributes for it.
 bool activation_attrs(const Node& act, Node* conv) {
   const bool silu = act.domain == kInternalDomain && act.op == "Silu";
   if (!silu && !is_op(&act, "HardSwish") && !is_op(&act, "HardSigmoid") && !is_op(&act, "LeakyRelu")) return false;
-  set_string_attr(*conv, "activation", act.op);
+  conv->set_attr_s("activation", act.op);
   if (act.op == "LeakyRelu") {
-    set_float_attr(*conv, "activation_alpha", act.attr_f("alpha", 0.01f));
+    conv->set_attr_f("activation_alpha", act.attr_f("alpha", 0.01f));
   } else if (!silu) {  // HardSwish carries the HardSigmoid's parameters when fused from x * HardSigmoid(x)
     const bool swish = act.op == "HardSwish";
-    set_float_attr(*conv, "activation_alpha", act.attr_f("alpha", swish ? 1.f / 6.f : 0.2f));
-    set_float_attr(*conv, "activation_beta", act.attr_f("beta", 0.5f));
+    conv->set_attr_f("activation_alpha", act.attr_f("alpha", swish ? 1.f / 6.f : 0.2f));
+    conv->set_attr_f("activation_beta", act.attr_f("beta", 0.5f));
   }
   return true;
-}
-
-void set_float_attr(Node& n, const char* name, float v) {
-  Attr a;
-  a.type = ORT_OP_ATTR_FLOAT;
-  a.f = v;
-  n.attrs[name] = a;
 }
 
 // `next` becomes part of conv's step: conv writes its output, the step's label names it (Plan).
@@ -109,7 +93,7 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
       if (is_op(&conv, "Conv") && !conv.has_attr("activation_min")) {
         const Node* relu = m.sole_reader(conv.outputs[0]);
         if (!is_op(relu, "Relu")) continue;
-        set_float_attr(conv, "activation_min", 0.f);
+        conv.set_attr_f("activation_min", 0.f);
         fold(conv, *relu, m, g);
         ++folded;
         changed = true;
@@ -141,12 +125,12 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
       } else if (conv.has_attr("activation")) {
         continue;  // nothing folds in after an activation
       } else if (is_op(next, "Relu")) {
-        set_float_attr(conv, "activation_min", std::max(lo, 0.f));
+        conv.set_attr_f("activation_min", std::max(lo, 0.f));
       } else if (is_op(next, "Clip")) {
         float clo = 0.f, chi = 0.f;
         if (!clip_bounds(g, *next, &clo, &chi)) continue;
-        set_float_attr(conv, "activation_min", std::max(lo, clo));
-        set_float_attr(conv, "activation_max", std::min(hi, chi));
+        conv.set_attr_f("activation_min", std::max(lo, clo));
+        conv.set_attr_f("activation_max", std::min(hi, chi));
       } else {
         continue;
       }

@@ -18,6 +18,7 @@ struct RewriteContext {
   std::vector<std::string> outputs;  // the partition's outputs: values every rewrite keeps
   const kernels::KernelTable* kernels = nullptr;  // what the plan will run with
   bool channels_last = true;                      // EP option channels_last
+  bool winograd = true;                           // EP option winograd
   // "rewrite: Op 'node': reason" for each candidate a rewrite left as it was.
   std::vector<std::string> refusals;
   std::map<std::string, size_t> applied;  // rewrite name -> places rewritten
@@ -52,5 +53,6 @@ size_t fuse_activations(Graph& g, RewriteContext& ctx);                      // 
 size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // qdq_lut.cc
 size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // nhwc_layout.cc
 size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
+size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 
 }  // namespace optim

@@ -9,7 +9,8 @@ const std::vector<Rewrite>& rewrite_list() {
   // DequantizeLinears left over become float weights; then float fusions (GELU, SiLU / HardSwish) before the
   // lookup tables, which take the quantized element-wise regions that remain (a SiLU's Mul of x by its own
   // sigmoid among them); the Muls of two tensors after those; the layout last, as it moves whatever the
-  // others left, and the convolution epilogues after it (they fold what follows a channels-last convolution).
+  // others left, and the convolution epilogues after it (they fold what follows a channels-last convolution);
+  // the convolution algorithms last, on the final nodes.
   static const std::vector<Rewrite> list = {
       {"quantized_data_movement", keep_quantized_through_data_movement},
       {"qdq_concat", quantize_concat_inputs},
@@ -22,6 +23,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"qdq_muls", fuse_qdq_muls},
       {"channels_last", to_channels_last},
       {"conv_epilogues", fuse_conv_epilogues},
+      {"winograd", choose_winograd},
   };
   return list;
 }
