@@ -41,7 +41,7 @@ void dwconv_f32_avx2(int64_t m0, int64_t m1, const DwconvF32Args& a) {
         if (ep.residual) acc = _mm256_add_ps(acc, _mm256_maskload_ps(ep.residual + m * ep.ld_residual + j, k));
         acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));  // NaN stays (second operand)
         if (ep.has_act) acc = activation256(ep.act, ep.act_params, acc);
-        _mm256_maskstore_ps(a.c + m * a.ldc + j, k, acc);
+        _mm256_maskstore_ps(a.c + (m - a.c_row0) * a.ldc + j, k, acc);
       });
 }
 

@@ -35,7 +35,7 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
         if (ep.residual) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(k, ep.residual + m * ep.ld_residual + j));
         acc = _mm512_min_ps(hi, _mm512_max_ps(lo, acc));  // NaN stays (second operand)
         if (ep.has_act) acc = activation512(ep.act, ep.act_params, acc);
-        _mm512_mask_storeu_ps(a.c + m * a.ldc + j, k, acc);
+        _mm512_mask_storeu_ps(a.c + (m - a.c_row0) * a.ldc + j, k, acc);
       });
 }
 

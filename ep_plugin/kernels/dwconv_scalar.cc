@@ -21,7 +21,9 @@ void dwconv_f32_scalar(int64_t m0, int64_t m1, const DwconvF32Args& a) {
       for (int64_t t = 0; t < px.count; ++t) s += x[px.off[t] + j] * a.w[px.tap[t] * g.channels + j];
       acc[static_cast<size_t>(j)] = s;
     }
-    conv_f32_store_scalar(acc.data(), g.channels, m, 0, a.c, a.ldc, a.ep);
+    ConvF32Epilogue ep = a.ep;  // pixel m's C row (from c_row0) and residual row, passed as row 0
+    if (ep.residual) ep.residual += m * ep.ld_residual;
+    conv_f32_store_scalar(acc.data(), g.channels, 0, 0, a.c + (m - a.c_row0) * a.ldc, a.ldc, ep);
   }
 }
 

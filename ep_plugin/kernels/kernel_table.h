@@ -297,8 +297,9 @@ struct DwconvF32Args {
   DwconvGeometry g;
   const float* x = nullptr;
   const float* w = nullptr;  // taps x channels
-  float* c = nullptr;
+  float* c = nullptr;        // output pixel m's row: c + (m - c_row0) * ldc (a tile of pixels from c_row0 on)
   int64_t ldc = 0;
+  int64_t c_row0 = 0;
   ConvF32Epilogue ep;
 };
 // int8: x is the quantized input minus its zero point, as float32 (exact; the op converts it once per

@@ -82,6 +82,13 @@ inline void commit_rewrites(Graph& g, const Matcher& m, std::vector<Node>& added
   g.nodes = std::move(kept);
 }
 
+// A folding rewrite's end: commits when it folded (killed) nodes, and returns how many places it folded.
+inline size_t commit_folds(Graph& g, const Matcher& m, size_t folded) {
+  std::vector<Node> none;
+  if (folded) commit_rewrites(g, m, none);
+  return folded;
+}
+
 // A rewrite's end: commits when it added nodes, and returns how many (the places it rewrote).
 inline size_t commit_added(Graph& g, const Matcher& m, std::vector<Node>& added) {
   const size_t n = added.size();

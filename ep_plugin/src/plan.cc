@@ -63,6 +63,7 @@ void Plan::add_step(const Graph& graph, const Node& node, const std::map<std::st
   Step step;
   step.label = node.label();
   if (node.has_attr("algorithm")) step.label += " (" + node.attr_s("algorithm", "") + ")";  // rewrites/winograd.cc
+  if (node.has_attr("fused_before")) step.label = node.attr_s("fused_before", "") + " + " + step.label;  // nodes folded in ahead of it
   if (node.has_attr("fused")) step.label += " + " + node.attr_s("fused", "");  // nodes a rewrite folded in
   step.op_type = node.op;
   step.shape_inputs = shape_value_inputs(node);  // the partitioner's list too: one source for both
@@ -110,6 +111,12 @@ void Plan::find_shape_values() {
 std::vector<std::string> Plan::step_labels() const {
   std::vector<std::string> out;
   for (const Step& s : steps_) out.push_back(s.label);
+  return out;
+}
+
+std::vector<std::string> Plan::step_ops() const {
+  std::vector<std::string> out;
+  for (const Step& s : steps_) out.push_back(s.op_type);
   return out;
 }
 

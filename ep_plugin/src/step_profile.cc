@@ -7,8 +7,8 @@
 
 namespace optim {
 
-StepProfile::StepProfile(std::string partition, std::vector<std::string> labels, size_t warmup)
-    : partition_(std::move(partition)), labels_(std::move(labels)), warmup_(warmup), total_ns_(labels_.size(), 0),
+StepProfile::StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops, size_t warmup)
+    : partition_(std::move(partition)), labels_(std::move(labels)), ops_(std::move(ops)), warmup_(warmup), total_ns_(labels_.size(), 0),
       shapes_(labels_.size()), has_shape_(labels_.size(), 0) {}
 
 void StepProfile::record(const std::vector<uint64_t>& ns, const std::vector<const Shape*>& first_inputs) {
@@ -30,7 +30,7 @@ std::string StepProfile::json() const {
   o << "{\"partition\": " << json_str(partition_) << ", \"runs\": " << runs_ << ", \"steps\": [";
   for (size_t i = 0; i < labels_.size(); ++i) {
     const std::string& label = labels_[i];
-    o << (i ? ", " : "") << "{\"label\": " << json_str(label) << ", \"op\": " << json_str(label.substr(0, label.find(' ')))
+    o << (i ? ", " : "") << "{\"label\": " << json_str(label) << ", \"op\": " << json_str(ops_[i])
       << ", \"total_ns\": " << total_ns_[i] << ", \"input_shape\": ";
     if (!has_shape_[i]) {
       o << "null";
@@ -57,9 +57,10 @@ ProfileFile::~ProfileFile() {
   }
 }
 
-std::shared_ptr<StepProfile> ProfileFile::add(const std::string& partition, std::vector<std::string> step_labels) {
+std::shared_ptr<StepProfile> ProfileFile::add(const std::string& partition, std::vector<std::string> step_labels,
+                                              std::vector<std::string> step_ops) {
   std::lock_guard<std::mutex> lock(mu_);
-  partitions_.push_back(std::make_unique<StepProfile>(partition, std::move(step_labels), warmup_));
+  partitions_.push_back(std::make_unique<StepProfile>(partition, std::move(step_labels), std::move(step_ops), warmup_));
   // Aliasing: the Plan points at its StepProfile and keeps the whole file alive.
   return std::shared_ptr<StepProfile>(shared_from_this(), partitions_.back().get());
 }

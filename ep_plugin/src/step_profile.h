@@ -18,7 +18,7 @@ namespace optim {
 // One partition (Plan): its step labels and what its runs took.
 class StepProfile {
  public:
-  StepProfile(std::string partition, std::vector<std::string> labels, size_t warmup);
+  StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops, size_t warmup);
 
   // One run that completed: nanoseconds and first-input shape (null when omitted) per step. Thread-safe
   // (a mutex around the accumulation only); the partition's first `warmup` runs are not counted.
@@ -27,7 +27,7 @@ class StepProfile {
 
  private:
   std::string partition_;
-  std::vector<std::string> labels_;
+  std::vector<std::string> labels_, ops_;
   size_t warmup_;
   mutable std::mutex mu_;
   uint64_t seen_ = 0;  // runs recorded, warm-up included
@@ -75,7 +75,8 @@ class ProfileFile : public std::enable_shared_from_this<ProfileFile> {
   ProfileFile(std::string path, size_t warmup, std::string isa);
   ~ProfileFile();
 
-  std::shared_ptr<StepProfile> add(const std::string& partition, std::vector<std::string> step_labels);
+  std::shared_ptr<StepProfile> add(const std::string& partition, std::vector<std::string> step_labels,
+                                   std::vector<std::string> step_ops);
   void write() const;  // throws Error
 
  private:

@@ -29,6 +29,13 @@ struct ConvGeometry {
     if (group <= 0 || cout % group != 0) throw Error(n.label() + ": output channels not divisible by group");
   }
 
+  // A 2-D 1x1 convolution of one group, stride 1 and no padding: a GEMM over pixels (what the folds into a
+  // convolution need: rewrites/depthwise_pointwise.cc, channel_scale.cc).
+  bool is_pointwise() const {
+    return spatial == 2 && group == 1 && wshape[2] == 1 && wshape[3] == 1 && win.strides == std::vector<int64_t>{1, 1} &&
+           win.pads == std::vector<int64_t>{0, 0, 0, 0};
+  }
+
   int64_t k_dim() const {
     int64_t k = cin_g;
     for (size_t i = 0; i < spatial; ++i) k *= wshape[2 + i];

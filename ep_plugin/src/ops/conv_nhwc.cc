@@ -10,6 +10,7 @@
 #include "broadcast.h"
 #include "../aligned_vector.h"
 #include "conv_nhwc.h"
+#include "conv_dw_pw.h"
 #include "conv_winograd.h"
 
 namespace optim {
@@ -122,34 +123,34 @@ class NhwcConvImpl : public Op {
     if (!w || w->dtype != DType::kFloat32) throw Error(n.label() + ": weights are not a float32 constant");
     cg_ = ConvGeometry(n, w->shape);
     weights_.assign(w->data<float>(), w->data<float>() + w->numel());
-    if (n.has_input(2)) {
-      const Tensor* b = g.constant(n.inputs[2]);
-      if (!b || b->dtype != DType::kFloat32 || b->numel() != cg_.cout)
-        throw Error(n.label() + ": bias is not a float32 constant of " + std::to_string(cg_.cout) + " values");
-      bias_.assign(b->data<float>(), b->data<float>() + b->numel());
-    }
-    lo_ = n.attr_f("activation_min", -std::numeric_limits<float>::infinity());
-    hi_ = n.attr_f("activation_max", std::numeric_limits<float>::infinity());
-    const std::string act = n.attr_s("activation", "");
-    if (!act.empty()) {
-      static const std::map<std::string, kernels::ActivationOp> kinds = {
-          {"HardSigmoid", kernels::ActivationOp::kHardSigmoid}, {"HardSwish", kernels::ActivationOp::kHardSwish},
-          {"LeakyRelu", kernels::ActivationOp::kLeakyRelu}, {"Silu", kernels::ActivationOp::kSilu}};
-      auto it = kinds.find(act);
-      if (it == kinds.end()) throw Error(n.label() + ": activation '" + act + "' is not one the epilogue runs");
-      has_act_ = true;
-      act_ = it->second;
-      act_params_ = {n.attr_f("activation_alpha", 0.f), n.attr_f("activation_beta", 0.f)};
-    }
+    bias_ = read_conv_bias(n, g, 2, cg_.cout);
+    const kernels::ConvF32Epilogue ep = read_conv_epilogue(n, "");
+    lo_ = ep.lo;
+    hi_ = ep.hi;
+    has_act_ = ep.has_act;
+    act_ = ep.act;
+    act_params_ = ep.act_params;
     depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
     if (n.attr_s("algorithm", "") == "winograd") {
       if (!WinogradF23::suits(cg_)) throw Error(n.label() + ": algorithm 'winograd' needs a 3x3 stride-1 convolution of one group");
       winograd_ = std::make_unique<WinogradF23>(cg_);
     }
+    channel_scale_ = n.has_input(6);
+    if (channel_scale_ && (!cg_.is_pointwise() || winograd_ || n.has_attr("dw_group")))
+      throw Error(n.label() + ": a folded channel scale needs a 1x1 convolution of stride 1 without padding");
+    if (n.has_attr("dw_group")) {  // a depthwise convolution folded in before this 1x1 one
+      if (!cg_.is_pointwise() || winograd_)
+        throw Error(n.label() + ": a folded depthwise convolution needs a 1x1 convolution of stride 1 without padding after it");
+      depthwise_before_ = std::make_unique<DepthwiseStage>(n, g);
+      if (depthwise_before_->channels() != cg_.cin_g)
+        throw Error(n.label() + ": its folded depthwise convolution gives " + std::to_string(depthwise_before_->channels()) +
+                    " channels, the weights take " + std::to_string(cg_.cin_g));
+    }
   }
 
   void prepare(const kernels::KernelTable&) override {
     const int64_t taps = cg_.k_dim() / cg_.cin_g;
+    if (depthwise_before_) depthwise_before_->prepare();
     if (winograd_) {
       winograd_->prepare(weights_.data());
     } else if (depthwise_) {  // taps x channels
@@ -174,16 +175,20 @@ class NhwcConvImpl : public Op {
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
-    const Shape y = nhwc_conv_output_shape(cg_, *in[0]);
+    const Shape y = nhwc_conv_output_shape(cg_, conv_input_shape(*in[0]));
     // A folded Add: the output is the Add's, its operands broadcast (the same shape almost always).
     return {in.size() > 3 && in[3] ? broadcast_shapes(y, *in[3]) : y};
   }
 
   // Scratch: [the convolution's own output, when a folded Add broadcasts it to a larger shape][prepared input].
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const NhwcConvLayout l(cg_, *in[0]);
+    const NhwcConvLayout l(cg_, conv_input_shape(*in[0]));
     size_t prepared = 0;
-    if (winograd_)
+    if (depthwise_before_)
+      prepared = depthwise_before_->scratch_bytes(*in[0]);
+    else if (channel_scale_)  // every image's rescaled weights
+      prepared = static_cast<size_t>(l.n) * kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) * sizeof(float);
+    else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
     else if (!depthwise_ && l.reads_padding)
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
@@ -192,13 +197,14 @@ class NhwcConvImpl : public Op {
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const float* residual = in.size() > 3 && in[3].present() ? in[3].as<float>() : nullptr;
-    const Shape conv_shape = nhwc_conv_output_shape(cg_, *in[0].shape);
+    const Shape conv_shape = nhwc_conv_output_shape(cg_, conv_input_shape(*in[0].shape));
     std::vector<const Shape*> shapes;
     for (const TensorRef& t : in) shapes.push_back(t.shape);
     const size_t separate = separate_conv_bytes(shapes);
     float* prepared = reinterpret_cast<float*>(static_cast<uint8_t*>(rc.scratch()) + separate);
+    const TensorRef* scale = channel_scale_ ? &in[6] : nullptr;
     if (!residual || (*in[3].shape == conv_shape && conv_shape == *out[0].shape)) {
-      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, true, prepared);
+      convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, true, prepared, scale);
       return;
     }
     // The folded Add's operands broadcast: the convolution alone (into the output when it has the output's
@@ -206,7 +212,7 @@ class NhwcConvImpl : public Op {
     const float inf = std::numeric_limits<float>::infinity();
     float* y = out[0].as<float>();
     float* conv = separate ? static_cast<float*>(rc.scratch()) : y;
-    convolve(rc, *in[0].shape, in[0].as<float>(), conv, nullptr, -inf, inf, false, prepared);
+    convolve(rc, *in[0].shape, in[0].as<float>(), conv, nullptr, -inf, inf, false, prepared, scale);
     for_each_broadcast<2>(*out[0].shape, {&conv_shape, in[3].shape}, [&](int64_t o, const std::array<int64_t, 2>& off) {
       y[o] = std::min(std::max(conv[off[0]] + residual[off[1]], lo_), hi_);
     });
@@ -219,16 +225,20 @@ class NhwcConvImpl : public Op {
   // Bytes of the convolution's own output when a folded Add's residual makes the output larger (64-aligned).
   size_t separate_conv_bytes(const std::vector<const Shape*>& in) const {
     if (in.size() < 4 || !in[3]) return 0;
-    const Shape conv = nhwc_conv_output_shape(cg_, *in[0]);
+    const Shape conv = nhwc_conv_output_shape(cg_, conv_input_shape(*in[0]));
     if (broadcast_shapes(conv, *in[3]) == conv) return 0;
     return (static_cast<size_t>(shape_numel(conv)) * sizeof(float) + 63) / 64 * 64;
   }
 
+  // What this convolution's own geometry applies to: the folded depthwise's output, or x itself.
+  Shape conv_input_shape(const Shape& x) const { return depthwise_before_ ? depthwise_before_->output_shape(x) : x; }
+
   // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi); `prepared`: scratch for the
-  // padded input copies.
+  // padded input copies (or the Winograd blocks, or the folded depthwise's tiles).
+  // `scale`: the folded squeeze-excite gate (input 6, [N or 1, 1, 1, Cin]), or null.
   void convolve(const RunContext& rc, const Shape& xs, const float* x, float* y, const float* residual, float lo, float hi,
-                bool apply_act, float* prepared) const {
-    const NhwcConvLayout l(cg_, xs);
+                bool apply_act, float* prepared, const TensorRef* scale) const {
+    const NhwcConvLayout l(cg_, conv_input_shape(xs));
     if (l.n == 0 || l.pixels() == 0) return;
     kernels::ConvF32Epilogue ep;
     ep.lo = lo;
@@ -241,6 +251,28 @@ class NhwcConvImpl : public Op {
     if (winograd_) {
       ep.bias = bias_.empty() ? nullptr : bias_.data();
       winograd_->run(rc, l, x, y, ep, prepared);
+      return;
+    }
+    if (depthwise_before_) {  // each tile of depthwise output pixels through this 1x1 convolution as a GEMM
+      static const int64_t kNoOffset = 0;
+      const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
+      depthwise_before_->run(rc, xs, x, prepared, [&](const float* tile, int64_t m0, int64_t m1) {
+        const int64_t rows = m1 - m0;
+        kernels::ConvGemmF32Args a;
+        a.a = {tile, rows, rows, 0, 1, 1, rows, cin, 1, cin, &kNoOffset};
+        a.w = packed_[0].data();
+        a.n = cout;
+        a.c = y + m0 * cout;
+        a.ldc = cout;
+        a.ep = ep;
+        a.ep.bias = bias_.empty() ? nullptr : bias_.data();
+        if (residual) a.ep.residual = residual + m0 * cout;
+        rc.kernels.conv_gemm_f32(0, rows, 0, panels, a);
+      });
+      return;
+    }
+    if (scale) {
+      scaled_convolve(rc, l, x, y, ep, prepared, *scale);
       return;
     }
     if (depthwise_) {
@@ -289,6 +321,49 @@ class NhwcConvImpl : public Op {
     }
   }
 
+  // conv(x * s) for a per-image, per-channel s: each image's packed weights with row k scaled by s[img][k]
+  // (into `w_scaled`, one set per image), then that image's GEMM (a 1x1 convolution reads x where it lies).
+  void scaled_convolve(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
+                       const kernels::ConvF32Epilogue& ep, float* w_scaled, const TensorRef& scale) const {
+    const int64_t k = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
+    const int64_t per_set = static_cast<int64_t>(kernels::sgemm_packed_b_floats(k, cout));
+    const Shape& ss = *scale.shape;
+    if (ss.size() != 4 || ss[1] != 1 || ss[2] != 1 || ss[3] != k || (ss[0] != 1 && ss[0] != l.n))
+      throw Error("channel scale " + shape_str(ss) + " is not [1 or " + std::to_string(l.n) + ", 1, 1, " + std::to_string(k) + "]");
+    const float* s = scale.as<float>();
+    const int64_t s_stride = ss[0] == 1 ? 0 : k;
+    const float* w = packed_[0].data();
+    rc.parallel_for(static_cast<size_t>(l.n * panels), [&](size_t t) {
+      const int64_t img = static_cast<int64_t>(t) / panels, p = static_cast<int64_t>(t) % panels;
+      const float* src = w + p * k * 16;
+      float* dst = w_scaled + img * per_set + p * k * 16;
+      const float* si = s + img * s_stride;
+      for (int64_t r = 0; r < k; ++r)
+        for (int64_t j = 0; j < 16; ++j) dst[r * 16 + j] = src[r * 16 + j] * si[r];
+    });
+    // One pass over every image's rows: tasks of about kMacsPerTask, each within one image (its weights).
+    const NhwcConvLayout::Taps t = l.taps(l.c, k, l.w);
+    const int64_t mr = rc.kernels.conv_gemm_f32.traits.mr, pixels = l.pixels();
+    const double macs = static_cast<double>(l.n * pixels) * static_cast<double>(k * cout);
+    const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
+    const int64_t per_image = (wanted + l.n - 1) / l.n;
+    const int64_t step = ((pixels + per_image - 1) / per_image + mr - 1) / mr * mr;
+    const int64_t chunks = (pixels + step - 1) / step;
+    rc.parallel_for(static_cast<size_t>(l.n * chunks), [&](size_t task) {
+      const int64_t img = static_cast<int64_t>(task) / chunks, m0 = static_cast<int64_t>(task) % chunks * step;
+      kernels::ConvGemmF32Args a;
+      a.a = {x + img * l.h * l.w * l.c, pixels, l.ow, 0, l.sh, l.sw, l.w, l.c, t.count, t.k_tap, t.offsets.data()};
+      a.w = w_scaled + img * per_set;
+      a.n = cout;
+      a.c = y + img * pixels * cout;
+      a.ldc = cout;
+      a.ep = ep;
+      a.ep.bias = bias_.empty() ? nullptr : bias_.data();
+      if (ep.residual) a.ep.residual = ep.residual + img * pixels * cout;
+      rc.kernels.conv_gemm_f32(m0, std::min(pixels, m0 + step), 0, panels, a);
+    });
+  }
+
   int64_t images_per_turn(const NhwcConvLayout& l) const {
     const int64_t per_image = cg_.group * l.prepared_elems(cg_.cin_g) * static_cast<int64_t>(sizeof(float));
     return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
@@ -318,6 +393,8 @@ class NhwcConvImpl : public Op {
   kernels::ActivationParams act_params_;
   bool depthwise_ = false;
   std::unique_ptr<WinogradF23> winograd_;  // attribute algorithm="winograd" (rewrites/winograd.cc)
+  std::unique_ptr<DepthwiseStage> depthwise_before_;  // "dw_" attributes (rewrites/depthwise_pointwise.cc)
+  bool channel_scale_ = false;  // input 6: a squeeze-excite gate on the input channels (rewrites/channel_scale.cc)
 };
 
 }  // namespace

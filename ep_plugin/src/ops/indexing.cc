@@ -90,22 +90,36 @@ class ConcatImpl : public Op {
     }
     return {out};
   }
-  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+  // The output's bytes are cut into chunks shared out over the pool (a decoder's concatenation of feature
+  // maps moves tens of megabytes); each chunk copies the runs of the inputs' blocks it covers.
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& os = *out[0].shape;
     const size_t axis = static_cast<size_t>(normalize_axis(axis_, static_cast<int64_t>(os.size()), "Concat axis"));
     const auto [outer, inner] = AroundAxis(os, axis);
     const size_t elem = dtype_size(out[0].dtype);
     const size_t out_row = static_cast<size_t>(os[axis] * inner) * elem;
-    auto* dst = static_cast<uint8_t*>(out[0].data);
-    size_t at = 0;  // byte offset of the current input's block inside an output row
+    if (out_row == 0 || outer == 0) return;
+    std::vector<const uint8_t*> src;
+    std::vector<size_t> start, block;  // per present input: where its bytes begin in an output row, and how many
+    size_t at = 0;
     for (const TensorRef& t : in) {
       if (!t.present()) continue;
-      const size_t block = static_cast<size_t>((*t.shape)[axis] * inner) * elem;
-      const auto* src = static_cast<const uint8_t*>(t.data);
-      if (block)
-        for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + static_cast<size_t>(o) * out_row + at, src + static_cast<size_t>(o) * block, block);
-      at += block;
+      src.push_back(static_cast<const uint8_t*>(t.data));
+      start.push_back(at);
+      block.push_back(static_cast<size_t>((*t.shape)[axis] * inner) * elem);
+      at += block.back();
     }
+    auto* dst = static_cast<uint8_t*>(out[0].data);
+    parallel_chunks(rc, static_cast<int64_t>(static_cast<size_t>(outer) * out_row), [&](int64_t b, int64_t e) {
+      for (size_t pos = static_cast<size_t>(b), end = static_cast<size_t>(e); pos < end;) {
+        const size_t row = pos / out_row, r = pos % out_row;
+        size_t i = 0;
+        while (r >= start[i] + block[i]) ++i;  // the input whose block holds byte r of the row (empty ones skipped)
+        const size_t len = std::min(end - pos, start[i] + block[i] - r);
+        std::memcpy(dst + pos, src[i] + row * block[i] + (r - start[i]), len);
+        pos += len;
+      }
+    });
   }
 
  private:

@@ -36,10 +36,16 @@ MatmulShapes matmul_shapes(const Shape& a, const Shape& b) {
 
 class MatMulImpl : public Op {
  public:
-  explicit MatMulImpl(const Tensor* b_const) {
+  // bias: a folded Add's constant of B's columns (rewrites/matmul_bias.cc), only with a constant 2-D B.
+  MatMulImpl(const Tensor* b_const, const Tensor* bias) {
     if (b_const && b_const->shape.size() == 2) {
       packed_ = pack_matrix(b_const->data<float>(), b_const->shape[0], b_const->shape[1], false);
       has_packed_ = true;
+    }
+    if (bias) {
+      if (!has_packed_ || bias->dtype != DType::kFloat32 || bias->numel() != b_const->shape[1])
+        throw Error("a MatMul bias needs a constant 2-D B and one float32 per column of it");
+      bias_.assign(bias->data<float>(), bias->data<float>() + bias->numel());
     }
   }
 
@@ -62,9 +68,14 @@ class MatMulImpl : public Op {
     const float* b = in[1].as<float>();
     float* y = out[0].as<float>();
     kernels::SgemmEpilogue ep;
+    if (!bias_.empty()) ep.bias_col = bias_.data();
     if (has_packed_) {
       // B is a 2-D weight: all of A's leading dims fold into M, one GEMM.
       const int64_t rows = in[0].numel() / s.k;
+      if (s.k == 0) {  // empty inner dimension: A*B is zeros (plus the bias)
+        for (int64_t i = 0; i < rows * s.n; ++i) y[i] = bias_.empty() ? 0.f : bias_[static_cast<size_t>(i % s.n)];
+        return;
+      }
       run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep);
       return;
     }
@@ -109,6 +120,7 @@ class MatMulImpl : public Op {
  private:
   bool has_packed_ = false;
   PackedMatrix packed_;
+  std::vector<float> bias_;
 };
 
 class GemmImpl : public Op {
@@ -233,7 +245,9 @@ std::string check_gemm(const Node& n, const Graph& g) {
 }
 
 std::unique_ptr<Op> create_matmul(const Node& n, const Graph& g) {
-  return std::make_unique<MatMulImpl>(g.constant(n.inputs[1]));
+  const Tensor* bias = n.has_input(2) ? g.constant(n.inputs[2]) : nullptr;
+  if (n.has_input(2) && !bias) throw Error(n.label() + ": its folded bias is not a constant");
+  return std::make_unique<MatMulImpl>(g.constant(n.inputs[1]), bias);
 }
 std::unique_ptr<Op> create_gemm(const Node& n, const Graph& g) { return std::make_unique<GemmImpl>(n, g); }
 

@@ -25,9 +25,12 @@ class CopyReshape : public Op {
     return {fn_(*in[0], v)};
   }
   bool output_aliases_input() const override { return true; }
-  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const size_t bytes = static_cast<size_t>(in[0].numel()) * dtype_size(in[0].dtype);
-    if (bytes && out[0].data != in[0].data) std::memcpy(out[0].data, in[0].data, bytes);
+    if (!bytes || out[0].data == in[0].data) return;
+    const auto* src = static_cast<const uint8_t*>(in[0].data);
+    auto* dst = static_cast<uint8_t*>(out[0].data);
+    parallel_chunks(rc, static_cast<int64_t>(bytes), [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, static_cast<size_t>(e - b)); });
   }
 
  private:

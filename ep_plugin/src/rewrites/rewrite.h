@@ -53,6 +53,9 @@ size_t fuse_activations(Graph& g, RewriteContext& ctx);                      // 
 size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // qdq_lut.cc
 size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // nhwc_layout.cc
 size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
+size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx);         // depthwise_pointwise.cc
+size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
+size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
 
 }  // namespace optim

@@ -10,7 +10,10 @@ const std::vector<Rewrite>& rewrite_list() {
   // lookup tables, which take the quantized element-wise regions that remain (a SiLU's Mul of x by its own
   // sigmoid among them); the Muls of two tensors after those; the layout last, as it moves whatever the
   // others left, and the convolution epilogues after it (they fold what follows a channels-last convolution);
-  // the convolution algorithms last, on the final nodes.
+  // then, on the final convolutions, depthwise ones and squeeze-excite gates into the 1x1 ones that read them
+  // and the Winograd choice;
+  // float MatMuls' bias Adds last (after the units, which take their own biases, and the GELU fusion, which
+  // reads the Add's output by name).
   static const std::vector<Rewrite> list = {
       {"quantized_data_movement", keep_quantized_through_data_movement},
       {"qdq_concat", quantize_concat_inputs},
@@ -23,7 +26,10 @@ const std::vector<Rewrite>& rewrite_list() {
       {"qdq_muls", fuse_qdq_muls},
       {"channels_last", to_channels_last},
       {"conv_epilogues", fuse_conv_epilogues},
+      {"depthwise_pointwise", fold_depthwise_into_pointwise},
+      {"channel_scales", fold_channel_scales},
       {"winograd", choose_winograd},
+      {"matmul_bias", fuse_matmul_bias},
   };
   return list;
 }

@@ -1,0 +1,46 @@
+// A depthwise convolution and the 1x1 convolution that reads it, in one pass (rewrites/depthwise_pointwise.cc
+// folds the pair into the pointwise NhwcConv, the depthwise's attributes prefixed "dw_"): a MobileNet block's
+// expanded tensor (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Tasks take a block of
+// output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile to the
+// pointwise GEMM while it is in cache.
+#pragma once
+
+#include <functional>
+
+#include "../aligned_vector.h"
+#include "conv_nhwc.h"
+
+namespace optim {
+
+// The depthwise attributes and epilogue of node n under `prefix` ("activation_min", "activation" and so on):
+// lo, hi and the activation of a ConvF32Epilogue (bias and residual are the op's).
+kernels::ConvF32Epilogue read_conv_epilogue(const Node& n, const std::string& prefix);
+
+// Input `input` of n, when present, as `count` float32 constants (a convolution's bias), else empty.
+std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, int64_t count);
+
+class DepthwiseStage {
+ public:
+  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes.
+  DepthwiseStage(const Node& n, const Graph& g);
+  void prepare();
+  int64_t channels() const { return cg_.cout; }
+  // The depthwise's output (the pointwise's input) for NHWC input x.
+  Shape output_shape(const Shape& x) const { return nhwc_conv_output_shape(cg_, x); }
+  size_t scratch_bytes(const Shape& x) const;
+  // For blocks of output pixels [m0, m1) (images one after another): tile = depthwise(x) of those pixels
+  // (m1 - m0 rows of channels() floats), then pointwise(tile, m0, m1), on the pool.
+  void run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
+           const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise) const;
+
+ private:
+  int64_t tile_pixels() const;
+
+  ConvGeometry cg_;
+  std::vector<float> weights_;  // [C, 1, kh, kw] until prepare()
+  AlignedVector<float> w_;      // taps x channels
+  std::vector<float> bias_;
+  kernels::ConvF32Epilogue ep_;
+};
+
+}  // namespace optim

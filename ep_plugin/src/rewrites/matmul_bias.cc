@@ -1,0 +1,48 @@
+// Folds a bias Add into the float MatMul before it: MatMul(A, constant 2-D B) -> Add(constant bias of B's
+// columns) becomes one MatMul with the bias as input 2, added in the SGEMM's epilogue (ops/matmul.cc)
+// instead of a second pass over the output (a transformer's projections: MiniLM b8 spent 7 of 128 ms in
+// such Adds). The bias must be [N], or [1, ..., 1, N] of no higher rank than A, so the shape is unchanged.
+#include "rewrite.h"
+
+#include "../graph_matcher.h"
+
+namespace optim {
+
+namespace {
+
+bool is_onnx(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
+
+// The bias operand of `add` (the one that is not `x`) when it is a float32 constant of n values along the
+// last axis only, with rank at most `rank` (0: A's rank unknown, then only [N]).
+const Tensor* column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank) {
+  if (add.inputs.size() != 2 || (add.inputs[0] == x) == (add.inputs[1] == x)) return nullptr;
+  const Tensor* b = g.constant(add.inputs[0] == x ? add.inputs[1] : add.inputs[0]);
+  if (!b || b->dtype != DType::kFloat32 || b->shape.empty() || b->shape.back() != n || b->numel() != n) return nullptr;
+  return b->shape.size() == 1 || b->shape.size() <= rank ? b : nullptr;
+}
+
+}  // namespace
+
+size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
+  size_t folded = 0;
+  for (Node& mm : g.nodes) {
+    if (!is_onnx(&mm, "MatMul") || mm.inputs.size() != 2) continue;
+    const Tensor* w = g.constant(mm.inputs[1]);
+    if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 2) continue;
+    const ValueInfo* a = g.value(mm.inputs[0]);
+    if (!a || a->dtype != DType::kFloat32) continue;
+    const Node* add = m.sole_reader(mm.outputs[0]);
+    if (!is_onnx(add, "Add")) continue;
+    const size_t rank = a->has_shape ? a->shape.size() : 0;
+    if (!column_bias(g, *add, mm.outputs[0], w->shape[1], rank)) continue;
+    mm.inputs.push_back(add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0]);
+    mm.set_attr_s("fused", add->label());
+    mm.outputs[0] = add->outputs[0];
+    m.kill(add);
+    ++folded;
+  }
+  return commit_folds(g, m, folded);
+}
+
+}  // namespace optim
