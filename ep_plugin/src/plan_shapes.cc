@@ -97,15 +97,17 @@ std::shared_ptr<Plan::ShapePlan> Plan::make_shape_plan(const std::vector<Shape>&
     max_scratch = std::max(max_scratch, sp->step_scratch[si]);
     // A view (Reshape, Flatten, Squeeze...) of a temporary this step reads last: the output takes over the
     // input's buffer, and the step copies nothing. An in-place input (a convolution's residual) likewise, when
-    // it has the output's shape: the output overwrites it element by element.
+    // it has the output's shape and the step reads it through no other input: the output overwrites it
+    // element by element, which a convolution also reading it as its image (y = conv(x) + x) would see.
     int alias_of = -1;
     const bool view = s.op->output_aliases_input();
     const int k = view ? 0 : s.op->in_place_input();
     if (k >= 0 && static_cast<size_t>(k) < s.in.size() && s.in[static_cast<size_t>(k)] >= 0 && !s.out.empty() &&
         s.out[0] >= 0 && (view ? s.out.size() == 1 : !outs.empty())) {
       const size_t in0 = static_cast<size_t>(s.in[static_cast<size_t>(k)]), o0 = static_cast<size_t>(s.out[0]);
+      const bool read_once = std::count(s.in.begin(), s.in.end(), static_cast<int>(in0)) == 1;
       if (slots_[in0].kind == SlotKind::kTemp && slots_[o0].kind == SlotKind::kTemp && last_use_[in0] == static_cast<int>(si) &&
-          slots_[in0].dtype == slots_[o0].dtype && (view || sp->shapes[in0] == outs[0]))
+          slots_[in0].dtype == slots_[o0].dtype && (view || (read_once && sp->shapes[in0] == outs[0])))
         alias_of = static_cast<int>(in0);
     }
     for (size_t o = 0; o < s.out.size() && o < outs.size(); ++o) {

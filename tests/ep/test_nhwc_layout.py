@@ -289,3 +289,17 @@ def test_a_residual_that_dies_at_its_convolution_gives_the_output_its_buffer(res
                        {"w0": rand(RNG, 24, 8, 1, 1), "w1": rand(RNG, 16, 24, 3, 3), "w2": rand(RNG, 24, 16, 1, 1)})
     steps = _check(model, {"x": rand(RNG, 2, 8, 9, 11)})
     assert "NhwcConv 'c2' + Add 'add'" in steps, steps
+
+
+@pytest.mark.parametrize("kernel, group, algorithm", [(3, 1, " (winograd)"), (1, 1, ""), (3, 48, "")])
+def test_a_convolution_whose_residual_is_its_own_input_does_not_overwrite_it(kernel, group, algorithm):
+    """y = conv(x) + x with x computed in the partition and read last there: x is the convolution's image as
+    well as its residual, so the output cannot take x's buffer (tiles and channel panels read pixels that
+    others have written by then): Winograd, a 1x1 split into panels and a depthwise window alike."""
+    model = make_model([N("Conv", ["a", "w0"], ["x0"], name="c0"), N("Relu", ["x0"], ["x"], name="relu"),
+                        N("Conv", ["x", "w"], ["c"], pads=[kernel // 2] * 4, group=group, name="conv"),
+                        N("Add", ["c", "x"], ["y"], name="add")],
+                       {"a": (np.float32, [2, 16, 20, 20])}, ["y"],
+                       {"w0": rand(RNG, 48, 16, 1, 1), "w": rand(RNG, 48, 48 // group, kernel, kernel)})
+    steps = _check(model, {"a": rand(RNG, 2, 16, 20, 20)})
+    assert f"NhwcConv 'conv'{algorithm} + Add 'add'" in steps, steps
