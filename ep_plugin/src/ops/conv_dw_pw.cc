@@ -11,6 +11,8 @@ namespace {
 
 constexpr int64_t kSlots = 16;              // scratch slots: the most threads one pass uses
 constexpr int64_t kTileBytes = 128 << 10;   // a depthwise tile: in L2 beside the pointwise weights
+constexpr int64_t kBandBytes = 256 << 10;   // a band's expanded rows and depthwise tile, together
+const int64_t kNoOffset = 0;                // the one tap of a 1x1 convolution's rows
 
 }  // namespace
 
@@ -55,6 +57,24 @@ DepthwiseStage::DepthwiseStage(const Node& n, const Graph& g) {
   weights_.assign(w->data<float>(), w->data<float>() + w->numel());
   bias_ = read_conv_bias(n, g, 5, cg_.cout);
   ep_ = read_conv_epilogue(n, "dw_");
+  if (!n.has_input(7)) return;
+  const Tensor* e = g.constant(n.inputs[7]);
+  if (!e || e->dtype != DType::kFloat32 || e->shape.size() != 4 || e->shape[0] != cg_.cout || e->shape[2] != 1 || e->shape[3] != 1)
+    throw Error(n.label() + ": its folded expansion weights are not float32 [" + std::to_string(cg_.cout) + ", Cin, 1, 1]");
+  ex_ = std::make_unique<Expansion>();
+  ex_->cin = e->shape[1];
+  ex_->weights.assign(e->data<float>(), e->data<float>() + e->numel());
+  ex_->bias = read_conv_bias(n, g, 8, cg_.cout);
+  ex_->ep = read_conv_epilogue(n, "ex_");
+}
+
+Shape DepthwiseStage::depthwise_input_shape(const Shape& x) const {
+  if (!ex_) return x;
+  if (x.size() != 4 || x.back() != ex_->cin)
+    throw Error("X " + shape_str(x) + " (channels last) does not have the folded expansion's " + std::to_string(ex_->cin) + " channels");
+  Shape mid = x;
+  mid.back() = cg_.cout;
+  return mid;
 }
 
 void DepthwiseStage::prepare() {
@@ -64,6 +84,24 @@ void DepthwiseStage::prepare() {
     for (int64_t t = 0; t < taps; ++t) w_[static_cast<size_t>(t * cg_.cout + c)] = weights_[static_cast<size_t>(c * taps + t)];
   weights_.clear();
   weights_.shrink_to_fit();
+  if (ex_) {  // W is [C, Cin]: B of Cin x C, transposed
+    ex_->packed.resize(kernels::sgemm_packed_b_floats(ex_->cin, cg_.cout));
+    kernels::sgemm_pack_b(ex_->weights.data(), ex_->cin, true, ex_->cin, cg_.cout, ex_->packed.data());
+    ex_->weights.clear();
+    ex_->weights.shrink_to_fit();
+  }
+}
+
+int64_t DepthwiseStage::band_rows(const NhwcConvLayout& l) const {
+  auto floats = [&](int64_t r) { return (((r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w + r * l.ow) * cg_.cout; };
+  int64_t r = 1;
+  while (r < l.oh && floats(r + 1) * static_cast<int64_t>(sizeof(float)) <= kBandBytes) ++r;
+  return r;
+}
+
+size_t DepthwiseStage::band_floats(const NhwcConvLayout& l) const {
+  const int64_t r = band_rows(l);
+  return static_cast<size_t>((std::min(l.h, (r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w + r * l.ow) * cg_.cout + 16);
 }
 
 int64_t DepthwiseStage::tile_pixels() const {
@@ -71,6 +109,11 @@ int64_t DepthwiseStage::tile_pixels() const {
 }
 
 size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
+  if (ex_) {
+    const NhwcConvLayout l(cg_, depthwise_input_shape(x));
+    const int64_t items = l.n * ((l.oh + band_rows(l) - 1) / band_rows(l));
+    return static_cast<size_t>(std::clamp<int64_t>(items, 1, kSlots)) * band_floats(l) * sizeof(float);
+  }
   const Shape y = output_shape(x);
   const int64_t pixels = shape_numel(y) / std::max<int64_t>(cg_.cout, 1);
   const int64_t tiles = (pixels + tile_pixels() - 1) / tile_pixels();
@@ -79,7 +122,7 @@ size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
 
 void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
                          const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise) const {
-  const NhwcConvLayout l(cg_, xs);
+  const NhwcConvLayout l(cg_, depthwise_input_shape(xs));
   const int64_t pixels = l.n * l.pixels(), per = tile_pixels();
   if (pixels == 0) return;
   const int64_t tiles = (pixels + per - 1) / per;
@@ -90,6 +133,7 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
   a.ldc = cg_.cout;
   a.ep = ep_;
   a.ep.bias = bias_.empty() ? nullptr : bias_.data();
+  if (ex_) return run_bands(rc, l, x, scratch, a, pointwise);
   std::atomic<int64_t> next{0};
   rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kSlots)), [&](size_t slot) {
     float* tile = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * per * cg_.cout;
@@ -100,6 +144,47 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
       mine.c_row0 = m0;  // pixel m lands in row m - m0 of the tile
       rc.kernels.dwconv_f32(m0, m1, mine);
       pointwise(tile, m0, m1);
+    }
+  });
+}
+
+void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
+                               const kernels::DwconvF32Args& a,
+                               const std::function<void(const float*, int64_t, int64_t)>& pointwise) const {
+  const int64_t c = cg_.cout, rows = band_rows(l), bands = (l.oh + rows - 1) / rows, items = l.n * bands;
+  const size_t slot_floats = band_floats(l);
+  kernels::ConvGemmF32Args e;  // the expansion: a plain GEMM over the band's input pixels
+  e.w = ex_->packed.data();
+  e.n = c;
+  e.ldc = c;
+  e.ep = ex_->ep;
+  e.ep.bias = ex_->bias.empty() ? nullptr : ex_->bias.data();
+  const int64_t panels = (c + 15) / 16;
+  std::atomic<int64_t> next{0};
+  rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(items, 1, kSlots)), [&](size_t slot) {
+    float* band = static_cast<float*>(scratch) + slot * slot_floats;
+    kernels::ConvGemmF32Args mine_e = e;
+    kernels::DwconvF32Args mine = a;
+    for (int64_t item; (item = next.fetch_add(1)) < items;) {
+      const int64_t img = item / bands, oy0 = item % bands * rows, oy1 = std::min(l.oh, oy0 + rows);
+      // The input rows these output rows read (inside the image), expanded into the band.
+      const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
+      const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
+      const int64_t in_pixels = (r1 - r0) * l.w;
+      float* tile = band + in_pixels * c;
+      if (in_pixels > 0) {
+        mine_e.a = {x + (img * l.h + r0) * l.w * ex_->cin, in_pixels, in_pixels, 0, 1, 1, in_pixels, ex_->cin, 1, ex_->cin, &kNoOffset};
+        mine_e.c = band;
+        rc.kernels.conv_gemm_f32(0, in_pixels, 0, panels, mine_e);
+      }
+      // The band as an image of its own rows: a row above it is padding to the kernel, as is the image's.
+      mine.g.h = r1 - r0;
+      mine.g.ph = l.ph + r0;
+      mine.x = band;
+      mine.c = tile;
+      mine.c_row0 = oy0 * l.ow;
+      rc.kernels.dwconv_f32(oy0 * l.ow, oy1 * l.ow, mine);
+      pointwise(tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
     }
   });
 }

@@ -1,8 +1,10 @@
 // A depthwise convolution and the 1x1 convolution that reads it, in one pass (rewrites/depthwise_pointwise.cc
-// folds the pair into the pointwise NhwcConv, the depthwise's attributes prefixed "dw_"): a MobileNet block's
-// expanded tensor (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Tasks take a block of
-// output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile to the
-// pointwise GEMM while it is in cache.
+// folds the pair into the pointwise NhwcConv, the depthwise's attributes prefixed "dw_"), and optionally the
+// 1x1 expansion before it too ("ex_" attributes, inputs 7 and 8): a MobileNet block's expanded tensor
+// (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
+// block of output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile
+// to the pointwise GEMM while it is in cache; with it, a band of output rows of one image, whose input rows
+// the expansion GEMM makes first (the rows a band shares with the next are made twice).
 #pragma once
 
 #include <functional>
@@ -21,12 +23,13 @@ std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, i
 
 class DepthwiseStage {
  public:
-  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes.
+  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes, and
+  // maybe the expansion's (7: weights, 8: bias; "ex_" attributes).
   DepthwiseStage(const Node& n, const Graph& g);
   void prepare();
   int64_t channels() const { return cg_.cout; }
-  // The depthwise's output (the pointwise's input) for NHWC input x.
-  Shape output_shape(const Shape& x) const { return nhwc_conv_output_shape(cg_, x); }
+  // The depthwise's output (the pointwise's input) for NHWC input x (the expansion's, when folded in).
+  Shape output_shape(const Shape& x) const { return nhwc_conv_output_shape(cg_, depthwise_input_shape(x)); }
   size_t scratch_bytes(const Shape& x) const;
   // For blocks of output pixels [m0, m1) (images one after another): tile = depthwise(x) of those pixels
   // (m1 - m0 rows of channels() floats), then pointwise(tile, m0, m1), on the pool.
@@ -34,9 +37,23 @@ class DepthwiseStage {
            const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise) const;
 
  private:
+  // A 1x1 convolution folded in before the depthwise.
+  struct Expansion {
+    int64_t cin = 0;
+    std::vector<float> weights;  // [C, Cin] until prepare()
+    std::vector<float> packed;   // sgemm panels of Cin x C
+    std::vector<float> bias;
+    kernels::ConvF32Epilogue ep;
+  };
   int64_t tile_pixels() const;
+  Shape depthwise_input_shape(const Shape& x) const;
+  int64_t band_rows(const NhwcConvLayout& l) const;  // output rows per band (with the expansion)
+  size_t band_floats(const NhwcConvLayout& l) const;  // one slot: the band's expanded rows and its depthwise tile
+  void run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
+                 const kernels::DwconvF32Args& a, const std::function<void(const float*, int64_t, int64_t)>& pointwise) const;
 
   ConvGeometry cg_;
+  std::unique_ptr<Expansion> ex_;
   std::vector<float> weights_;  // [C, 1, kh, kw] until prepare()
   AlignedVector<float> w_;      // taps x channels
   std::vector<float> bias_;

@@ -1,8 +1,10 @@
 // Folds a float depthwise convolution into the 1x1 convolution that alone reads it (ops/conv_dw_pw.h): the
 // pointwise NhwcConv takes the depthwise's input as its own, its weights and bias as inputs 4 and 5, and its
 // geometry and epilogue as "dw_" attributes, so the depthwise output is made and used a tile at a time in
-// cache (MobileNet blocks without squeeze-excite: expansion -> depthwise -> projection). Runs after
-// conv_epilogues: the depthwise brings its clamp and activation, the pointwise its residual.
+// cache (MobileNet blocks without squeeze-excite: expansion -> depthwise -> projection). The 1x1 expansion
+// that alone feeds that depthwise follows it in (inputs 7 and 8, "ex_" attributes): then the expanded tensor
+// is never stored either. Runs after conv_epilogues: each brings its clamp and activation, the projection its
+// residual.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
@@ -23,9 +25,32 @@ bool geometry(const Graph& g, const Node& n, ConvGeometry* cg) {
   return true;
 }
 
-constexpr const char* kDepthwiseAttrs[] = {"kernel_shape", "strides", "pads", "dilations", "auto_pad",
-                                           "activation_min", "activation_max", "activation", "activation_alpha",
-                                           "activation_beta"};
+constexpr const char* kEpilogueAttrs[] = {"activation_min", "activation_max", "activation", "activation_alpha",
+                                          "activation_beta"};
+constexpr const char* kWindowAttrs[] = {"kernel_shape", "strides", "pads", "dilations", "auto_pad"};
+
+void copy_attrs(const Node& from, Node* to, const char* prefix) {
+  for (const char* name : kEpilogueAttrs)
+    if (from.attrs.count(name)) to->attrs[std::string(prefix) + name] = from.attrs.at(name);
+  if (std::string(prefix) == "dw_")
+    for (const char* name : kWindowAttrs)
+      if (from.attrs.count(name)) to->attrs[std::string(prefix) + name] = from.attrs.at(name);
+}
+
+std::string label_with_fused(const Node& n) { return n.label() + (n.has_attr("fused") ? " + " + n.attr_s("fused", "") : ""); }
+
+// The 1x1 expansion that makes `value` for the depthwise `dw` alone, or null.
+Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const Node& dw) {
+  if (m.sole_reader(value) != &dw) return nullptr;
+  for (Node& n : g.nodes) {
+    if (n.outputs.empty() || n.outputs[0] != value) continue;
+    ConvGeometry cg;
+    const bool plain = is_nhwc_conv(&n) && geometry(g, n, &cg) && cg.is_pointwise() && !n.has_input(3) &&
+                       !n.has_input(6) && !n.has_attr("algorithm") && !n.has_attr("dw_group");
+    return plain ? &n : nullptr;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -42,19 +67,29 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
       ctx.refuse("depthwise_pointwise", dw, "its reader " + pw->label() + " is not a 1x1 convolution of stride 1 without padding");
       continue;
     }
-    pw->inputs[0] = dw.inputs[0];
+    // A stride-2 depthwise only: a band of output rows then reads 2R + 1 input rows, made once and a row
+    // twice; at stride 1 bands small enough for L2 remade half their rows (MobileNetV2 b8 slower overall).
+    Node* ex = d.win.strides == std::vector<int64_t>{2, 2} ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
+    m.rewire_input(*pw, 0, dw.inputs[0]);
     pw->inputs.resize(6);  // 2 and 3 (bias, residual) stay as they were, or empty
     pw->inputs[4] = dw.inputs[1];
     pw->inputs[5] = dw.has_input(2) ? dw.inputs[2] : "";
-    for (const char* name : kDepthwiseAttrs) {
-      auto it = dw.attrs.find(name);
-      if (it != dw.attrs.end()) pw->attrs[std::string("dw_") + name] = it->second;
-    }
+    copy_attrs(dw, pw, "dw_");
     Attr group;  // always set: what marks the fold for ops/conv_nhwc.cc
     group.type = ORT_OP_ATTR_INT;
     group.i = d.group;
     pw->attrs["dw_group"] = group;
-    pw->set_attr_s("fused_before", dw.label() + (dw.has_attr("fused") ? " + " + dw.attr_s("fused", "") : ""));
+    std::string before = label_with_fused(dw);
+    if (ex) {
+      m.rewire_input(*pw, 0, ex->inputs[0]);
+      pw->inputs.resize(9);
+      pw->inputs[7] = ex->inputs[1];
+      pw->inputs[8] = ex->has_input(2) ? ex->inputs[2] : "";
+      copy_attrs(*ex, pw, "ex_");
+      before = label_with_fused(*ex) + " + " + before;
+      m.kill(ex);
+    }
+    pw->set_attr_s("fused_before", before);
     m.kill(&dw);
     ++folded;
   }
