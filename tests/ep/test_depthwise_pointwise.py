@@ -1,5 +1,5 @@
 """A float depthwise convolution folded into the 1x1 convolution that reads it (rewrites/depthwise_pointwise.cc,
-ops/conv_dw_pw.cc), and at stride 2 the 1x1 expansion before it too: MobileNet-style blocks (expansion,
+ops/conv_dw_pw.cc), and where it pays the 1x1 expansion before it too: MobileNet-style blocks (expansion,
 depthwise with its clamp or activation, projection with a residual or not) match ONNX Runtime's CPU EP on
 every ISA, with tiles of output pixels that cross image boundaries, images of many tiles, and bands of rows
 whose input rows overlap and reach into the padding; pairs that cannot fold stay apart, and the report says why."""
@@ -51,12 +51,16 @@ def _steps(sess) -> list[str]:
     ((3, 16, 6, 33), dict(stride=2, act="HardSwish")),
     ((2, 24, 4, 15), dict(stride=2, kernel=5, pw_bias=False)),
     ((1, 40, 6, 9), dict(stride=2, act="Relu")),
+    ((1, 16, 6, 28), dict(residual=True)),
+    ((2, 8, 3, 30), dict(act="HardSwish", kernel=5)),
 ])
 def test_a_depthwise_and_the_1x1_convolution_after_it_run_as_one_step(shape, options):
     model, feeds = _block(*shape, **options)
     ref = run_cpu(model, feeds)[0]
-    # At stride 2 the expansion runs inside the same step (bands of rows), at stride 1 on its own.
-    first = "NhwcConv 'expand' + Clip 'r1' + NhwcConv 'dw' + " if options.get("stride") == 2 else "NhwcConv 'dw' + "
+    # The expansion runs inside the same step (bands of rows) at stride 2, and at stride 1 on images of 28x28
+    # or more; on smaller ones on its own.
+    with_expansion = options.get("stride") == 2 or shape[3] * shape[3] >= 28 * 28
+    first = "NhwcConv 'expand' + Clip 'r1' + NhwcConv 'dw' + " if with_expansion else "NhwcConv 'dw' + "
     for isa in ISAS:
         sess = session(model, fallback=False, isa=isa)
         steps = _steps(sess)

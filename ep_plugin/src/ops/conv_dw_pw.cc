@@ -2,6 +2,7 @@
 #include "conv_dw_pw.h"
 
 #include <atomic>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -13,6 +14,7 @@ constexpr int64_t kSlots = 16;              // scratch slots: the most threads o
 constexpr int64_t kTileBytes = 128 << 10;   // a depthwise tile: in L2 beside the pointwise weights
 constexpr int64_t kBandBytes = 256 << 10;   // a band's expanded rows and depthwise tile, together
 const int64_t kNoOffset = 0;                // the one tap of a 1x1 convolution's rows
+constexpr int64_t kMinItems = 4;            // runs of bands per call at least (threads share them)
 
 }  // namespace
 
@@ -99,9 +101,13 @@ int64_t DepthwiseStage::band_rows(const NhwcConvLayout& l) const {
   return r;
 }
 
-size_t DepthwiseStage::band_floats(const NhwcConvLayout& l) const {
+int64_t DepthwiseStage::tile_offset(const NhwcConvLayout& l) const {
   const int64_t r = band_rows(l);
-  return static_cast<size_t>((std::min(l.h, (r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w + r * l.ow) * cg_.cout + 16);
+  return (std::min(l.h, (r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w * cg_.cout + 15) / 16 * 16;
+}
+
+size_t DepthwiseStage::band_floats(const NhwcConvLayout& l) const {
+  return static_cast<size_t>(tile_offset(l) + band_rows(l) * l.ow * cg_.cout);
 }
 
 int64_t DepthwiseStage::tile_pixels() const {
@@ -111,7 +117,8 @@ int64_t DepthwiseStage::tile_pixels() const {
 size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
   if (ex_) {
     const NhwcConvLayout l(cg_, depthwise_input_shape(x));
-    const int64_t items = l.n * ((l.oh + band_rows(l) - 1) / band_rows(l));
+    const int64_t bands = (l.oh + band_rows(l) - 1) / band_rows(l);
+    const int64_t items = l.n * std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, bands);
     return static_cast<size_t>(std::clamp<int64_t>(items, 1, kSlots)) * band_floats(l) * sizeof(float);
   }
   const Shape y = output_shape(x);
@@ -151,7 +158,11 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
 void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                                const kernels::DwconvF32Args& a,
                                const std::function<void(const float*, int64_t, int64_t)>& pointwise) const {
-  const int64_t c = cg_.cout, rows = band_rows(l), bands = (l.oh + rows - 1) / rows, items = l.n * bands;
+  const int64_t c = cg_.cout, rows = band_rows(l), bands = (l.oh + rows - 1) / rows;
+  // An item is a run of consecutive bands of one image: the input rows a band shares with the one before are
+  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1.
+  const int64_t runs = std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, bands), per_run = (bands + runs - 1) / runs;
+  const int64_t items = l.n * runs;
   const size_t slot_floats = band_floats(l);
   kernels::ConvGemmF32Args e;  // the expansion: a plain GEMM over the band's input pixels
   e.w = ex_->packed.data();
@@ -165,18 +176,24 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
     float* band = static_cast<float*>(scratch) + slot * slot_floats;
     kernels::ConvGemmF32Args mine_e = e;
     kernels::DwconvF32Args mine = a;
-    for (int64_t item; (item = next.fetch_add(1)) < items;) {
-      const int64_t img = item / bands, oy0 = item % bands * rows, oy1 = std::min(l.oh, oy0 + rows);
-      // The input rows these output rows read (inside the image), expanded into the band.
+    float* tile = band + tile_offset(l);
+    int64_t have0 = 0, have1 = 0;  // the input rows the band buffer holds
+    auto one_band = [&](int64_t img, int64_t band_index) {
+      const int64_t oy0 = band_index * rows, oy1 = std::min(l.oh, oy0 + rows);
+      // The input rows these output rows read (inside the image): those the last band made moved up, the
+      // rest expanded after them.
       const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
       const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
-      const int64_t in_pixels = (r1 - r0) * l.w;
-      float* tile = band + in_pixels * c;
-      if (in_pixels > 0) {
-        mine_e.a = {x + (img * l.h + r0) * l.w * ex_->cin, in_pixels, in_pixels, 0, 1, 1, in_pixels, ex_->cin, 1, ex_->cin, &kNoOffset};
-        mine_e.c = band;
-        rc.kernels.conv_gemm_f32(0, in_pixels, 0, panels, mine_e);
+      const int64_t kept = std::max<int64_t>(0, std::min(have1, r1) - std::max(have0, r0));
+      if (kept > 0 && r0 > have0)
+        std::memmove(band, band + (r0 - have0) * l.w * c, static_cast<size_t>(kept * l.w * c) * sizeof(float));
+      const int64_t fresh0 = r0 + kept, fresh = (r1 - fresh0) * l.w;
+      if (fresh > 0) {
+        mine_e.a = {x + (img * l.h + fresh0) * l.w * ex_->cin, fresh, fresh, 0, 1, 1, fresh, ex_->cin, 1, ex_->cin, &kNoOffset};
+        mine_e.c = band + (fresh0 - r0) * l.w * c;
+        rc.kernels.conv_gemm_f32(0, fresh, 0, panels, mine_e);
       }
+      have0 = r0, have1 = r1;
       // The band as an image of its own rows: a row above it is padding to the kernel, as is the image's.
       mine.g.h = r1 - r0;
       mine.g.ph = l.ph + r0;
@@ -185,6 +202,11 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
       mine.c_row0 = oy0 * l.ow;
       rc.kernels.dwconv_f32(oy0 * l.ow, oy1 * l.ow, mine);
       pointwise(tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
+    };
+    for (int64_t item; (item = next.fetch_add(1)) < items;) {
+      const int64_t img = item / runs, b0 = item % runs * per_run;
+      have0 = have1 = 0;
+      for (int64_t b = b0; b < std::min(bands, b0 + per_run); ++b) one_band(img, b);
     }
   });
 }

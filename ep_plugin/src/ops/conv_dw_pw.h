@@ -3,8 +3,9 @@
 // 1x1 expansion before it too ("ex_" attributes, inputs 7 and 8): a MobileNet block's expanded tensor
 // (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
 // block of output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile
-// to the pointwise GEMM while it is in cache; with it, a band of output rows of one image, whose input rows
-// the expansion GEMM makes first (the rows a band shares with the next are made twice).
+// to the pointwise GEMM while it is in cache; with it, runs of bands of output rows of one image: a band's
+// input rows come from the expansion GEMM, except those it shares with the band before, which are moved up
+// (only the first band of a run remakes them; runs are few, enough for every thread).
 #pragma once
 
 #include <functional>
@@ -48,6 +49,7 @@ class DepthwiseStage {
   int64_t tile_pixels() const;
   Shape depthwise_input_shape(const Shape& x) const;
   int64_t band_rows(const NhwcConvLayout& l) const;  // output rows per band (with the expansion)
+  int64_t tile_offset(const NhwcConvLayout& l) const;  // a slot's depthwise tile, after the band's expanded rows
   size_t band_floats(const NhwcConvLayout& l) const;  // one slot: the band's expanded rows and its depthwise tile
   void run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                  const kernels::DwconvF32Args& a, const std::function<void(const float*, int64_t, int64_t)>& pointwise) const;

@@ -2,8 +2,8 @@
 // pointwise NhwcConv takes the depthwise's input as its own, its weights and bias as inputs 4 and 5, and its
 // geometry and epilogue as "dw_" attributes, so the depthwise output is made and used a tile at a time in
 // cache (MobileNet blocks without squeeze-excite: expansion -> depthwise -> projection). The 1x1 expansion
-// that alone feeds that depthwise follows it in (inputs 7 and 8, "ex_" attributes): then the expanded tensor
-// is never stored either. Runs after conv_epilogues: each brings its clamp and activation, the projection its
+// that alone feeds that depthwise follows it in where that pays (inputs 7 and 8, "ex_" attributes): then the
+// expanded tensor is never stored either. Runs after conv_epilogues: each brings its clamp and activation, the projection its
 // residual.
 #include "rewrite.h"
 
@@ -39,6 +39,15 @@ void copy_attrs(const Node& from, Node* to, const char* prefix) {
 
 std::string label_with_fused(const Node& n) { return n.label() + (n.has_attr("fused") ? " + " + n.attr_s("fused", "") : ""); }
 
+// Whether folding the expansion before depthwise `dw` pays: at stride 2 a band of output rows reads its own
+// input rows (one shared), so always; at stride 1 each run of bands remakes kh - 1 rows, and small images
+// (MobileNetV2's 14x14 and 7x7 blocks) ran faster apart, their expansion one larger GEMM: only from 28x28 on.
+bool expansion_pays(const Graph& g, const Node& dw, const ConvGeometry& d) {
+  if (d.win.strides == std::vector<int64_t>{2, 2}) return true;
+  const ValueInfo* v = g.value(dw.inputs[0]);
+  return v && v->has_shape && v->shape.size() == 4 && v->shape[1] > 0 && v->shape[2] > 0 && v->shape[1] * v->shape[2] >= 28 * 28;
+}
+
 // The 1x1 expansion that makes `value` for the depthwise `dw` alone, or null.
 Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const Node& dw) {
   if (m.sole_reader(value) != &dw) return nullptr;
@@ -67,9 +76,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
       ctx.refuse("depthwise_pointwise", dw, "its reader " + pw->label() + " is not a 1x1 convolution of stride 1 without padding");
       continue;
     }
-    // A stride-2 depthwise only: a band of output rows then reads 2R + 1 input rows, made once and a row
-    // twice; at stride 1 bands small enough for L2 remade half their rows (MobileNetV2 b8 slower overall).
-    Node* ex = d.win.strides == std::vector<int64_t>{2, 2} ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
+    Node* ex = expansion_pays(g, dw, d) ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
     m.rewire_input(*pw, 0, dw.inputs[0]);
     pw->inputs.resize(6);  // 2 and 3 (bias, residual) stay as they were, or empty
     pw->inputs[4] = dw.inputs[1];
