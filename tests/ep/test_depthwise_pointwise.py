@@ -91,3 +91,26 @@ def test_a_depthwise_output_read_twice_is_not_folded():
     feeds = {"x": rand(RNG, 1, 16, 10, 10)}
     for got, want in zip(sess.run(None, feeds), run_cpu(model, feeds)):
         assert_close(got, want)
+
+
+@pytest.mark.parametrize("n, size, stride, folds", [(2, 28, 1, True), (3, 13, 2, True), (1, 14, 1, False)])
+def test_a_depthwise_read_by_a_squeeze_excite_takes_its_expansion_itself(n, size, stride, folds):
+    """Expansion -> depthwise (HardSwish) -> pool, gate and Mul -> projection: the depthwise's output is read
+    twice, so it stays a step of its own, with the expansion folded into it where that pays."""
+    c, ce = 8, 32
+    nodes = [N("Conv", ["x", "w1", "b1"], ["a"], name="expand"), N("Clip", ["a", "lo", "hi"], ["a6"], name="r1"),
+             N("Conv", ["a6", "wd", "bd"], ["d"], group=ce, pads=[1, 1, 1, 1], strides=[stride] * 2, name="dw"),
+             N("HardSwish", ["d"], ["dh"], name="act"), N("GlobalAveragePool", ["dh"], ["g"], name="gap"),
+             N("Conv", ["g", "wg"], ["gc"], name="gate_conv"), N("HardSigmoid", ["gc"], ["s"], name="gate"),
+             N("Mul", ["dh", "s"], ["m"], name="scale"), N("Conv", ["m", "w2"], ["y"], name="proj")]
+    inits = {"w1": rand(RNG, ce, c, 1, 1) * 0.3, "b1": rand(RNG, ce), "wd": rand(RNG, ce, 1, 3, 3) * 0.3, "bd": rand(RNG, ce),
+             "wg": rand(RNG, ce, ce, 1, 1) * 0.2, "w2": rand(RNG, c, ce, 1, 1) * 0.2, "lo": np.float32(0), "hi": np.float32(6)}
+    model = make_model(nodes, {"x": (np.float32, [n, c, size, size])}, ["y"], inits)
+    feeds = {"x": rand(RNG, n, c, size, size)}
+    ref = run_cpu(model, feeds)[0]
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        steps = _steps(sess)
+        expected = "NhwcConv 'expand' + Clip 'r1' + NhwcConv 'dw' + HardSwish 'act'" if folds else "NhwcConv 'dw' + HardSwish 'act'"
+        assert expected in steps, steps
+        assert_close(sess.run(None, feeds)[0], ref, what=f"{isa} {n}x{size} stride {stride}")

@@ -44,21 +44,23 @@ std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, i
   return std::vector<float>(b->data<float>(), b->data<float>() + b->numel());
 }
 
-DepthwiseStage::DepthwiseStage(const Node& n, const Graph& g) {
-  const Tensor* w = n.has_input(4) ? g.constant(n.inputs[4]) : nullptr;
+DepthwiseStage::DepthwiseStage(const Node& n, const Graph& g, bool hosted_by_pointwise) {
+  const size_t w_input = hosted_by_pointwise ? 4 : 1;
+  const std::string prefix = hosted_by_pointwise ? "dw_" : "";
+  const Tensor* w = n.has_input(w_input) ? g.constant(n.inputs[w_input]) : nullptr;
   if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 4)
     throw Error(n.label() + ": its depthwise weights are not a float32 constant of rank 4");
   Node dw;  // the depthwise's own attributes, unprefixed, for ConvGeometry
   dw.name = n.name;
   dw.op = "Conv";
   for (const auto& [name, a] : n.attrs)
-    if (name.rfind("dw_", 0) == 0) dw.attrs[name.substr(3)] = a;
+    if (name.rfind(prefix, 0) == 0) dw.attrs[name.substr(prefix.size())] = a;
   cg_ = ConvGeometry(dw, w->shape);
   if (cg_.cin_g != 1 || cg_.cout != cg_.group || cg_.spatial != 2)
     throw Error(n.label() + ": its folded convolution " + shape_str(w->shape) + " is not a 2-D depthwise one");
   weights_.assign(w->data<float>(), w->data<float>() + w->numel());
-  bias_ = read_conv_bias(n, g, 5, cg_.cout);
-  ep_ = read_conv_epilogue(n, "dw_");
+  bias_ = read_conv_bias(n, g, w_input + 1, cg_.cout);
+  ep_ = read_conv_epilogue(n, prefix);
   if (!n.has_input(7)) return;
   const Tensor* e = g.constant(n.inputs[7]);
   if (!e || e->dtype != DType::kFloat32 || e->shape.size() != 4 || e->shape[0] != cg_.cout || e->shape[2] != 1 || e->shape[3] != 1)

@@ -24,9 +24,11 @@ std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, i
 
 class DepthwiseStage {
  public:
-  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes, and
-  // maybe the expansion's (7: weights, 8: bias; "ex_" attributes).
-  DepthwiseStage(const Node& n, const Graph& g);
+  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes, or
+  // (hosted_by_pointwise false) the depthwise node itself; either maybe with the expansion's (7: weights,
+  // 8: bias; "ex_" attributes).
+  DepthwiseStage(const Node& n, const Graph& g, bool hosted_by_pointwise);
+  bool has_expansion() const { return ex_ != nullptr; }
   void prepare();
   int64_t channels() const { return cg_.cout; }
   // The depthwise's output (the pointwise's input) for NHWC input x (the expansion's, when folded in).

@@ -131,6 +131,10 @@ class NhwcConvImpl : public Op {
     act_ = ep.act;
     act_params_ = ep.act_params;
     depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group;
+    if (depthwise_ && n.has_input(7)) {  // the 1x1 expansion before it folded in (rewrites/depthwise_pointwise.cc)
+      if (n.has_input(3) || cg_.spatial != 2) throw Error(n.label() + ": a folded expansion needs a 2-D depthwise convolution without residual");
+      expanded_ = std::make_unique<DepthwiseStage>(n, g, false);
+    }
     if (n.attr_s("algorithm", "") == "winograd") {
       if (!WinogradF23::suits(cg_)) throw Error(n.label() + ": algorithm 'winograd' needs a 3x3 stride-1 convolution of one group");
       winograd_ = std::make_unique<WinogradF23>(cg_);
@@ -141,7 +145,7 @@ class NhwcConvImpl : public Op {
     if (n.has_attr("dw_group")) {  // a depthwise convolution folded in before this 1x1 one
       if (!cg_.is_pointwise() || winograd_)
         throw Error(n.label() + ": a folded depthwise convolution needs a 1x1 convolution of stride 1 without padding after it");
-      depthwise_before_ = std::make_unique<DepthwiseStage>(n, g);
+      depthwise_before_ = std::make_unique<DepthwiseStage>(n, g, true);
       if (depthwise_before_->channels() != cg_.cin_g)
         throw Error(n.label() + ": its folded depthwise convolution gives " + std::to_string(depthwise_before_->channels()) +
                     " channels, the weights take " + std::to_string(cg_.cin_g));
@@ -151,6 +155,11 @@ class NhwcConvImpl : public Op {
   void prepare(const kernels::KernelTable&) override {
     const int64_t taps = cg_.k_dim() / cg_.cin_g;
     if (depthwise_before_) depthwise_before_->prepare();
+    if (expanded_) {
+      expanded_->prepare();
+      weights_.clear();
+      return;
+    }
     if (winograd_) {
       winograd_->prepare(weights_.data());
     } else if (depthwise_) {  // taps x channels
@@ -184,8 +193,8 @@ class NhwcConvImpl : public Op {
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const NhwcConvLayout l(cg_, conv_input_shape(*in[0]));
     size_t prepared = 0;
-    if (depthwise_before_)
-      prepared = depthwise_before_->scratch_bytes(*in[0]);
+    if (depthwise_before_ || expanded_)
+      prepared = (depthwise_before_ ? depthwise_before_ : expanded_)->scratch_bytes(*in[0]);
     else if (channel_scale_)  // every image's rescaled weights
       prepared = static_cast<size_t>(l.n) * kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) * sizeof(float);
     else if (winograd_)
@@ -231,7 +240,16 @@ class NhwcConvImpl : public Op {
   }
 
   // What this convolution's own geometry applies to: the folded depthwise's output, or x itself.
-  Shape conv_input_shape(const Shape& x) const { return depthwise_before_ ? depthwise_before_->output_shape(x) : x; }
+  Shape conv_input_shape(const Shape& x) const {
+    if (depthwise_before_) return depthwise_before_->output_shape(x);
+    if (expanded_) {  // this depthwise's input: the folded expansion's output, C channels per pixel
+      Shape mid = x;
+      if (mid.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-last image");
+      mid.back() = cg_.cout;
+      return mid;
+    }
+    return x;
+  }
 
   // y = clamp(conv(x) + bias + residual (same shape as y, or null), lo, hi); `prepared`: scratch for the
   // padded input copies (or the Winograd blocks, or the folded depthwise's tiles).
@@ -273,6 +291,13 @@ class NhwcConvImpl : public Op {
     }
     if (scale) {
       scaled_convolve(rc, l, x, y, ep, prepared, *scale);
+      return;
+    }
+    if (expanded_) {  // the expansion and this depthwise in bands; each band's output tile copied into y
+      const int64_t c = cg_.cout;
+      expanded_->run(rc, xs, x, prepared, [&](const float* tile, int64_t m0, int64_t m1) {
+        std::memcpy(y + m0 * c, tile, static_cast<size_t>((m1 - m0) * c) * sizeof(float));
+      });
       return;
     }
     if (depthwise_) {
@@ -394,6 +419,7 @@ class NhwcConvImpl : public Op {
   bool depthwise_ = false;
   std::unique_ptr<WinogradF23> winograd_;  // attribute algorithm="winograd" (rewrites/winograd.cc)
   std::unique_ptr<DepthwiseStage> depthwise_before_;  // "dw_" attributes (rewrites/depthwise_pointwise.cc)
+  std::unique_ptr<DepthwiseStage> expanded_;  // this depthwise with the expansion before it ("ex_" attributes)
   bool channel_scale_ = false;  // input 6: a squeeze-excite gate on the input channels (rewrites/channel_scale.cc)
 };
 

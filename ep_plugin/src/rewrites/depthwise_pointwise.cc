@@ -48,6 +48,19 @@ bool expansion_pays(const Graph& g, const Node& dw, const ConvGeometry& d) {
   return v && v->has_shape && v->shape.size() == 4 && v->shape[1] > 0 && v->shape[2] > 0 && v->shape[1] * v->shape[2] >= 28 * 28;
 }
 
+// Folds expansion `ex` into `host` (the projection that took the depthwise, or the depthwise itself): the
+// host reads ex's input, takes its weights and bias as inputs 7 and 8 and its epilogue as "ex_" attributes.
+void take_expansion(Matcher& m, Node* ex, Node* host) {
+  m.rewire_input(*host, 0, ex->inputs[0]);
+  host->inputs.resize(9);
+  host->inputs[7] = ex->inputs[1];
+  host->inputs[8] = ex->has_input(2) ? ex->inputs[2] : "";
+  copy_attrs(*ex, host, "ex_");
+  const std::string before = host->attr_s("fused_before", "");
+  host->set_attr_s("fused_before", label_with_fused(*ex) + (before.empty() ? "" : " + " + before));
+  m.kill(ex);
+}
+
 // The 1x1 expansion that makes `value` for the depthwise `dw` alone, or null.
 Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const Node& dw) {
   if (m.sole_reader(value) != &dw) return nullptr;
@@ -86,21 +99,26 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
     group.type = ORT_OP_ATTR_INT;
     group.i = d.group;
     pw->attrs["dw_group"] = group;
-    std::string before = label_with_fused(dw);
-    if (ex) {
-      m.rewire_input(*pw, 0, ex->inputs[0]);
-      pw->inputs.resize(9);
-      pw->inputs[7] = ex->inputs[1];
-      pw->inputs[8] = ex->has_input(2) ? ex->inputs[2] : "";
-      copy_attrs(*ex, pw, "ex_");
-      before = label_with_fused(*ex) + " + " + before;
-      m.kill(ex);
-    }
-    pw->set_attr_s("fused_before", before);
+    pw->set_attr_s("fused_before", label_with_fused(dw));
+    if (ex) take_expansion(m, ex, pw);
     m.kill(&dw);
     ++folded;
   }
-  return commit_folds(g, m, folded);
+  commit_folds(g, m, folded);
+  // A depthwise whose output other nodes read too (a squeeze-excite's pool and gate) takes its expansion
+  // itself: the expanded tensor is still never stored.
+  Matcher m2(g, ctx.outputs);
+  size_t expanded = 0;
+  for (Node& dw : g.nodes) {
+    ConvGeometry d;
+    if (!is_nhwc_conv(&dw) || !geometry(g, dw, &d) || d.cin_g != 1 || d.cout != d.group || d.spatial != 2) continue;
+    if (dw.has_input(3) || dw.has_input(7) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
+    Node* ex = expansion_pays(g, dw, d) ? expansion_of(g, m2, dw.inputs[0], dw) : nullptr;
+    if (!ex) continue;
+    take_expansion(m2, ex, &dw);
+    ++expanded;
+  }
+  return folded + commit_folds(g, m2, expanded);
 }
 
 }  // namespace optim
