@@ -2,7 +2,10 @@
 // with constant weights. Dense and grouped convolutions run the conv_gemm_f32 kernels over output pixels
 // (weights packed once per group as GEMM panels); depthwise ones (one channel per group) the dwconv_f32
 // kernels. Bias, a residual (optional input 3, the output's shape: a folded Add) and a Relu or Clip
-// (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc).
+// (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc). Folds from
+// later rewrites pick other paths: algorithm="winograd" (conv_winograd.h); a depthwise ("dw_", inputs 4-5)
+// and maybe its expansion ("ex_", inputs 7-8) before a 1x1, or an expansion before a depthwise (conv_dw_pw.h);
+// a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights).
 #include <cmath>
 #include <map>
 #include <limits>
@@ -239,7 +242,8 @@ class NhwcConvImpl : public Op {
     return (static_cast<size_t>(shape_numel(conv)) * sizeof(float) + 63) / 64 * 64;
   }
 
-  // What this convolution's own geometry applies to: the folded depthwise's output, or x itself.
+  // What this convolution's own geometry applies to: the folded depthwise's output (a 1x1 convolution that
+  // took one), the folded expansion's (a depthwise that took one), or x itself.
   Shape conv_input_shape(const Shape& x) const {
     if (depthwise_before_) return depthwise_before_->output_shape(x);
     if (expanded_) {  // this depthwise's input: the folded expansion's output, C channels per pixel
