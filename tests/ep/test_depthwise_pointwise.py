@@ -96,7 +96,8 @@ def test_a_depthwise_output_read_twice_is_not_folded():
 @pytest.mark.parametrize("n, size, stride, folds", [(2, 28, 1, True), (3, 13, 2, True), (1, 14, 1, False)])
 def test_a_depthwise_read_by_a_squeeze_excite_takes_its_expansion_itself(n, size, stride, folds):
     """Expansion -> depthwise (HardSwish) -> pool, gate and Mul -> projection: the depthwise's output is read
-    twice, so it stays a step of its own, with the expansion folded into it where that pays."""
+    twice, so it stays a step of its own, with the expansion folded into it where that pays, and then the
+    global average pool too (summed from each band, a second output)."""
     c, ce = 8, 32
     nodes = [N("Conv", ["x", "w1", "b1"], ["a"], name="expand"), N("Clip", ["a", "lo", "hi"], ["a6"], name="r1"),
              N("Conv", ["a6", "wd", "bd"], ["d"], group=ce, pads=[1, 1, 1, 1], strides=[stride] * 2, name="dw"),
@@ -111,6 +112,7 @@ def test_a_depthwise_read_by_a_squeeze_excite_takes_its_expansion_itself(n, size
     for isa in ISAS:
         sess = session(model, fallback=False, isa=isa)
         steps = _steps(sess)
-        expected = "NhwcConv 'expand' + Clip 'r1' + NhwcConv 'dw' + HardSwish 'act'" if folds else "NhwcConv 'dw' + HardSwish 'act'"
+        expected = ("NhwcConv 'expand' + Clip 'r1' + NhwcConv 'dw' + HardSwish 'act' + NhwcGlobalAveragePool 'gap'"
+                    if folds else "NhwcConv 'dw' + HardSwish 'act'")
         assert expected in steps, steps
         assert_close(sess.run(None, feeds)[0], ref, what=f"{isa} {n}x{size} stride {stride}")

@@ -8,6 +8,7 @@
 // a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights).
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <limits>
 
 #include "broadcast.h"
@@ -137,7 +138,9 @@ class NhwcConvImpl : public Op {
     if (depthwise_ && n.has_input(7)) {  // the 1x1 expansion before it folded in (rewrites/depthwise_pointwise.cc)
       if (n.has_input(3) || cg_.spatial != 2) throw Error(n.label() + ": a folded expansion needs a 2-D depthwise convolution without residual");
       expanded_ = std::make_unique<DepthwiseStage>(n, g, false);
+      pooled_ = n.outputs.size() > 1;  // its squeeze-excite's global average pool, a second output
     }
+    if (n.outputs.size() > 1 && !pooled_) throw Error(n.label() + ": only a depthwise convolution with a folded expansion pools its output");
     if (n.attr_s("algorithm", "") == "winograd") {
       if (!WinogradF23::suits(cg_)) throw Error(n.label() + ": algorithm 'winograd' needs a 3x3 stride-1 convolution of one group");
       winograd_ = std::make_unique<WinogradF23>(cg_);
@@ -188,6 +191,7 @@ class NhwcConvImpl : public Op {
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     if (*in[1] != cg_.wshape) throw Error("W " + shape_str(*in[1]) + " is not the declared " + shape_str(cg_.wshape));
     const Shape y = nhwc_conv_output_shape(cg_, conv_input_shape(*in[0]));
+    if (pooled_) return {y, Shape{y[0], 1, 1, y[3]}};
     // A folded Add: the output is the Add's, its operands broadcast (the same shape almost always).
     return {in.size() > 3 && in[3] ? broadcast_shapes(y, *in[3]) : y};
   }
@@ -197,7 +201,8 @@ class NhwcConvImpl : public Op {
     const NhwcConvLayout l(cg_, conv_input_shape(*in[0]));
     size_t prepared = 0;
     if (depthwise_before_ || expanded_)
-      prepared = (depthwise_before_ ? depthwise_before_ : expanded_)->scratch_bytes(*in[0]);
+      prepared = ((depthwise_before_ ? depthwise_before_ : expanded_)->scratch_bytes(*in[0]) + 63) / 64 * 64 +
+                 (pooled_ ? static_cast<size_t>(l.n * cg_.cout) * sizeof(double) : 0);
     else if (channel_scale_)  // every image's rescaled weights
       prepared = static_cast<size_t>(l.n) * kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) * sizeof(float);
     else if (winograd_)
@@ -215,6 +220,10 @@ class NhwcConvImpl : public Op {
     const size_t separate = separate_conv_bytes(shapes);
     float* prepared = reinterpret_cast<float*>(static_cast<uint8_t*>(rc.scratch()) + separate);
     const TensorRef* scale = channel_scale_ ? &in[6] : nullptr;
+    if (expanded_) {
+      run_expanded(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), pooled_ ? out[1].as<float>() : nullptr, prepared);
+      return;
+    }
     if (!residual || (*in[3].shape == conv_shape && conv_shape == *out[0].shape)) {
       convolve(rc, *in[0].shape, in[0].as<float>(), out[0].as<float>(), residual, lo_, hi_, true, prepared, scale);
       return;
@@ -297,13 +306,6 @@ class NhwcConvImpl : public Op {
       scaled_convolve(rc, l, x, y, ep, prepared, *scale);
       return;
     }
-    if (expanded_) {  // the expansion and this depthwise in bands; each band's output tile copied into y
-      const int64_t c = cg_.cout;
-      expanded_->run(rc, xs, x, prepared, [&](const float* tile, int64_t m0, int64_t m1) {
-        std::memcpy(y + m0 * c, tile, static_cast<size_t>((m1 - m0) * c) * sizeof(float));
-      });
-      return;
-    }
     if (depthwise_) {
       kernels::DwconvF32Args a;
       a.g = l.depthwise(cg_.cout);
@@ -348,6 +350,29 @@ class NhwcConvImpl : public Op {
       prepare_all(rc, l, x, i0, images, prepared);
       gemm(prepared, images, cg_.group * per, per, l.wp, cin_g, y + i0 * l.pixels() * cg_.cout);
     }
+  }
+
+  // The folded expansion and this depthwise in bands; each band's output tile copied into y and, with the
+  // pool folded in, its channel sums added to its image's (in double, under a lock: a few hundred bands).
+  void run_expanded(const RunContext& rc, const Shape& xs, const float* x, float* y, float* pooled, float* scratch) const {
+    const int64_t c = cg_.cout;
+    const NhwcConvLayout l(cg_, conv_input_shape(xs));
+    auto* sums = reinterpret_cast<double*>(reinterpret_cast<uint8_t*>(scratch) + (expanded_->scratch_bytes(xs) + 63) / 64 * 64);
+    if (pooled) std::fill(sums, sums + l.n * c, 0.0);
+    std::mutex mu;
+    expanded_->run(rc, xs, x, scratch, [&](const float* tile, int64_t m0, int64_t m1) {
+      std::memcpy(y + m0 * c, tile, static_cast<size_t>((m1 - m0) * c) * sizeof(float));
+      if (!pooled) return;
+      thread_local std::vector<float> part;
+      part.assign(static_cast<size_t>(c), 0.f);
+      for (int64_t m = 0; m < m1 - m0; ++m)
+        for (int64_t j = 0; j < c; ++j) part[static_cast<size_t>(j)] += tile[m * c + j];
+      std::lock_guard<std::mutex> lock(mu);
+      double* s = sums + m0 / l.pixels() * c;
+      for (int64_t j = 0; j < c; ++j) s[j] += part[static_cast<size_t>(j)];
+    });
+    if (!pooled) return;
+    for (int64_t i = 0; i < l.n * c; ++i) pooled[i] = static_cast<float>(sums[i] / static_cast<double>(l.pixels()));
   }
 
   // conv(x * s) for a per-image, per-channel s: each image's packed weights with row k scaled by s[img][k]
@@ -424,6 +449,7 @@ class NhwcConvImpl : public Op {
   std::unique_ptr<WinogradF23> winograd_;  // attribute algorithm="winograd" (rewrites/winograd.cc)
   std::unique_ptr<DepthwiseStage> depthwise_before_;  // "dw_" attributes (rewrites/depthwise_pointwise.cc)
   std::unique_ptr<DepthwiseStage> expanded_;  // this depthwise with the expansion before it ("ex_" attributes)
+  bool pooled_ = false;  // output 1: the global average pool of output 0 (a squeeze-excite's)
   bool channel_scale_ = false;  // input 6: a squeeze-excite gate on the input channels (rewrites/channel_scale.cc)
 };
 

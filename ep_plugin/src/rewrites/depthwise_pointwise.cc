@@ -117,6 +117,17 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
     if (!ex) continue;
     take_expansion(m2, ex, &dw);
     ++expanded;
+    // Its squeeze-excite's global average pool: summed from each band while it is in cache (a second
+    // output) instead of reading the whole output again.
+    for (Node& gap : g.nodes) {
+      if (gap.domain != kInternalDomain || gap.op != "NhwcGlobalAveragePool" || gap.inputs.empty() ||
+          gap.inputs[0] != dw.outputs[0] || m2.dead().count(static_cast<size_t>(&gap - g.nodes.data())))
+        continue;
+      dw.outputs.push_back(gap.outputs[0]);
+      dw.set_attr_s("fused", dw.has_attr("fused") ? dw.attr_s("fused", "") + " + " + gap.label() : gap.label());
+      m2.kill(&gap);
+      break;
+    }
   }
   return folded + commit_folds(g, m2, expanded);
 }
