@@ -3,8 +3,9 @@
 // geometry and epilogue as "dw_" attributes, so the depthwise output is made and used a tile at a time in
 // cache (MobileNet blocks without squeeze-excite: expansion -> depthwise -> projection). The 1x1 expansion
 // that alone feeds that depthwise follows it in where that pays (inputs 7 and 8, "ex_" attributes): then the
-// expanded tensor is never stored either. Runs after conv_epilogues: each brings its clamp and activation, the projection its
-// residual.
+// expanded tensor is never stored either. A depthwise read by a squeeze-excite takes its expansion itself, and
+// the global average pool of its output as a second output. Runs after conv_epilogues: each brings its clamp
+// and activation, the projection its residual.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
