@@ -25,7 +25,7 @@ bool WinogradF23::suits(const ConvGeometry& cg) {
 }
 
 void WinogradF23::prepare(const float* weights) {
-  // U = G g Gt, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] (every product exact in binary).
+  // U = G g Gt, G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]: summed in double, rounded to float once.
   static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   std::vector<float> b(static_cast<size_t>(16 * cin_ * cout_));  // per position: Cin x Cout
   for (int64_t o = 0; o < cout_; ++o)
