@@ -107,6 +107,20 @@ inline __m256 activation256(ActivationOp op, const ActivationParams& p, __m256 v
   }
 }
 
+// 8 floats as the kernels written once over a vector type see them (softmax_row.h, winograd_f23.h): the
+// operations they share; each kernel file's type adds its own.
+struct F32x8 {
+  using Reg = __m256;
+  static constexpr int64_t kWidth = 8;
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg set1(float v) { return _mm256_set1_ps(v); }
+  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+};
+
 // The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on 8 channels: bias and residual (each
 // when not null, pointing at those channels), the clamp, the activation. The AVX2 conv GEMM's and Winograd's.
 inline __m256 conv_epilogue256(__m256 v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {

@@ -99,6 +99,20 @@ inline __m512 activation512(ActivationOp op, const ActivationParams& p, __m512 v
   }
 }
 
+// 16 floats as the kernels written once over a vector type see them (softmax_row.h, winograd_f23.h): the
+// operations they share; each kernel file's type adds its own.
+struct F32x16 {
+  using Reg = __m512;
+  static constexpr int64_t kWidth = 16;
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg set1(float v) { return _mm512_set1_ps(v); }
+  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+};
+
 // The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on the channels of mask k (of 16): bias and
 // residual (each when not null, pointing at those channels), the clamp, the activation. The AVX-512 conv
 // GEMM's and Winograd's.

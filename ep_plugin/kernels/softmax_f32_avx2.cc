@@ -10,11 +10,7 @@
 namespace optim::kernels {
 namespace {
 
-struct V256 {
-  using Reg = __m256;
-  static constexpr int64_t kWidth = 8;
-  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+struct V256 : F32x8 {
   static Reg load_part(const float* p, int64_t count, float fill) {
     alignas(32) float buf[8];
     std::fill(buf, buf + 8, fill);
@@ -26,11 +22,6 @@ struct V256 {
     _mm256_store_ps(buf, v);
     std::copy(buf, buf + count, p);
   }
-  static Reg set1(float v) { return _mm256_set1_ps(v); }
-  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
   static Reg exp(Reg v) { return exp_ps(v); }
   static float reduce_max(Reg v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -8,19 +8,10 @@
 namespace optim::kernels {
 namespace {
 
-struct V512 {
-  using Reg = __m512;
-  static constexpr int64_t kWidth = 16;
+struct V512 : F32x16 {
   static __mmask16 mask(int64_t count) { return static_cast<__mmask16>((1u << count) - 1); }
-  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg load_part(const float* p, int64_t count, float fill) { return _mm512_mask_loadu_ps(set1(fill), mask(count), p); }
   static void store_part(float* p, int64_t count, Reg v) { _mm512_mask_storeu_ps(p, mask(count), v); }
-  static Reg set1(float v) { return _mm512_set1_ps(v); }
-  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
   static Reg exp(Reg v) { return exp512(v); }
   static float reduce_max(Reg v) { return _mm512_reduce_max_ps(v); }
   static float reduce_add(Reg v) { return _mm512_reduce_add_ps(v); }

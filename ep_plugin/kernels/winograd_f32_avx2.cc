@@ -8,13 +8,7 @@
 namespace optim::kernels {
 namespace {
 
-struct V256 {
-  using Reg = __m256;
-  static constexpr int64_t kWidth = 8;
-  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
-  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+struct V256 : F32x8 {
   static Reg finish(Reg v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
     return conv_epilogue256(v, bias, residual, ep);
   }

@@ -8,13 +8,7 @@
 namespace optim::kernels {
 namespace {
 
-struct V512 {
-  using Reg = __m512;
-  static constexpr int64_t kWidth = 16;
-  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+struct V512 : F32x16 {
   static Reg finish(Reg v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
     return conv_epilogue512(v, static_cast<__mmask16>(0xFFFF), bias, residual, ep);
   }
@@ -23,12 +17,12 @@ struct V512 {
 }  // namespace
 
 void winograd_input_f32_avx512(const float* const* px, int64_t tiles, int64_t channels, float* v, int64_t ld_pos,
-                             int64_t ld_tile) {
+                               int64_t ld_tile) {
   winograd_input<V512>(px, tiles, channels, v, ld_pos, ld_tile);
 }
 
 void winograd_output_f32_avx512(const float* m, int64_t ld_pos, int64_t ld_tile, int64_t tiles, int64_t cols,
-                              const int64_t* pixel, float* c, int64_t ldc, int64_t j0, const ConvF32Epilogue& ep) {
+                                const int64_t* pixel, float* c, int64_t ldc, int64_t j0, const ConvF32Epilogue& ep) {
   winograd_output<V512>(m, ld_pos, ld_tile, tiles, cols, pixel, c, ldc, j0, ep);
 }
 

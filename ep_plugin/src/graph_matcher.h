@@ -12,6 +12,11 @@
 
 namespace optim {
 
+// Whether n is an ONNX op of that type (the default domain, under either of its names).
+inline bool is_onnx_op(const Node* n, const char* op) {
+  return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx");
+}
+
 class Matcher {
  public:
   Matcher(Graph& g, const std::vector<std::string>& outputs) : g_(g), keep_(outputs.begin(), outputs.end()) {
@@ -28,7 +33,7 @@ class Matcher {
     auto it = producer_.find(value);
     if (it == producer_.end() || dead_.count(it->second)) return nullptr;
     const Node& n = g_.nodes[it->second];
-    return n.op == op && (n.domain.empty() || n.domain == "ai.onnx") ? &n : nullptr;
+    return is_onnx_op(&n, op) ? &n : nullptr;
   }
   // The one node reading `value`, when exactly one does and the value leaves no partition.
   const Node* sole_reader(const std::string& value) const {

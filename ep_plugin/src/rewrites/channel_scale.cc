@@ -8,13 +8,10 @@
 
 #include "../graph_matcher.h"
 #include "../ops/conv_common.h"
-#include "../ops/qgemm.h"  // kInternalDomain
 
 namespace optim {
 
 namespace {
-
-bool is_onnx(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
 
 // x's shape when it is [N, H, W, C] with H, W, C known, else empty.
 Shape image_shape(const Graph& g, const std::string& name) {
@@ -39,9 +36,9 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
   for (Node& mul : g.nodes) {
-    if (!is_onnx(&mul, "Mul") || mul.inputs.size() != 2) continue;
+    if (!is_onnx_op(&mul, "Mul") || mul.inputs.size() != 2) continue;
     Node* conv = const_cast<Node*>(m.sole_reader(mul.outputs[0]));
-    if (!conv || conv->domain != kInternalDomain || conv->op != "NhwcConv" || conv->inputs[0] != mul.outputs[0]) continue;
+    if (!is_internal_op(conv, "NhwcConv") || conv->inputs[0] != mul.outputs[0]) continue;
     if (conv->has_attr("algorithm") || conv->has_attr("dw_group") || conv->has_input(6)) continue;
     const Tensor* w = g.constant(conv->inputs[1]);
     if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 4) continue;

@@ -17,8 +17,6 @@
 namespace optim {
 namespace {
 
-bool is_op(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
-
 // Clip's bounds when they are known constants (attributes before opset 11, scalar inputs after).
 bool clip_bounds(const Graph& g, const Node& clip, float* lo, float* hi) {
   *lo = -std::numeric_limits<float>::infinity();
@@ -56,8 +54,8 @@ bool depends_on(const Graph& g, const std::string& value, const std::string& fro
 
 // When `act` is an activation the epilogue runs, sets conv's activation attributes for it.
 bool activation_attrs(const Node& act, Node* conv) {
-  const bool silu = act.domain == kInternalDomain && act.op == "Silu";
-  if (!silu && !is_op(&act, "HardSwish") && !is_op(&act, "HardSigmoid") && !is_op(&act, "LeakyRelu")) return false;
+  const bool silu = is_internal_op(&act, "Silu");
+  if (!silu && !is_onnx_op(&act, "HardSwish") && !is_onnx_op(&act, "HardSigmoid") && !is_onnx_op(&act, "LeakyRelu")) return false;
   conv->set_attr_s("activation", act.op);
   if (act.op == "LeakyRelu") {
     conv->set_attr_f("activation_alpha", act.attr_f("alpha", 0.01f));
@@ -90,22 +88,22 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
     Matcher m(g, outputs);
     for (Node& conv : g.nodes) {
       // An NCHW Conv (kept so by the option or for its groups) takes a following Relu into its epilogue.
-      if (is_op(&conv, "Conv") && !conv.has_attr("activation_min")) {
+      if (is_onnx_op(&conv, "Conv") && !conv.has_attr("activation_min")) {
         const Node* relu = m.sole_reader(conv.outputs[0]);
-        if (!is_op(relu, "Relu")) continue;
+        if (!is_onnx_op(relu, "Relu")) continue;
         conv.set_attr_f("activation_min", 0.f);
         fold(conv, *relu, m, g);
         ++folded;
         changed = true;
         break;  // the node vector moved: look again
       }
-      if (conv.domain != kInternalDomain || conv.op != "NhwcConv") continue;
+      if (!is_internal_op(&conv, "NhwcConv")) continue;
       const Node* next = m.sole_reader(conv.outputs[0]);
       if (!next) continue;
       const float inf = std::numeric_limits<float>::infinity();
       const float lo = conv.attr_f("activation_min", -inf), hi = conv.attr_f("activation_max", inf);
       const bool plain = lo == -inf && hi == inf && !conv.has_attr("activation");
-      if (is_op(next, "Add") && plain && conv.inputs.size() < 4 && next->inputs.size() == 2) {
+      if (is_onnx_op(next, "Add") && plain && conv.inputs.size() < 4 && next->inputs.size() == 2) {
         const std::string& other = next->inputs[0] == conv.outputs[0] ? next->inputs[1] : next->inputs[0];
         const ValueInfo* a = g.value(conv.outputs[0]);
         const ValueInfo* b = g.value(other);
@@ -124,9 +122,9 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
         // HardSwish, HardSigmoid, LeakyRelu, SiLU after the clamp (set above when Relu/Clip came first).
       } else if (conv.has_attr("activation")) {
         continue;  // nothing folds in after an activation
-      } else if (is_op(next, "Relu")) {
+      } else if (is_onnx_op(next, "Relu")) {
         conv.set_attr_f("activation_min", std::max(lo, 0.f));
-      } else if (is_op(next, "Clip")) {
+      } else if (is_onnx_op(next, "Clip")) {
         float clo = 0.f, chi = 0.f;
         if (!clip_bounds(g, *next, &clo, &chi)) continue;
         conv.set_attr_f("activation_min", std::max(lo, clo));

@@ -10,13 +10,10 @@
 
 #include "../graph_matcher.h"
 #include "../ops/conv_common.h"
-#include "../ops/qgemm.h"  // kInternalDomain
 
 namespace optim {
 
 namespace {
-
-bool is_nhwc_conv(const Node* n) { return n && n->domain == kInternalDomain && n->op == "NhwcConv"; }
 
 // The geometry of a float NhwcConv with constant 2-D weights, or false.
 bool geometry(const Graph& g, const Node& n, ConvGeometry* cg) {
@@ -68,7 +65,7 @@ Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const N
   for (Node& n : g.nodes) {
     if (n.outputs.empty() || n.outputs[0] != value) continue;
     ConvGeometry cg;
-    const bool plain = is_nhwc_conv(&n) && geometry(g, n, &cg) && cg.is_pointwise() && !n.has_input(3) &&
+    const bool plain = is_internal_op(&n, "NhwcConv") && geometry(g, n, &cg) && cg.is_pointwise() && !n.has_input(3) &&
                        !n.has_input(6) && !n.has_attr("algorithm") && !n.has_attr("dw_group");
     return plain ? &n : nullptr;
   }
@@ -82,10 +79,10 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
   size_t folded = 0;
   for (Node& dw : g.nodes) {
     ConvGeometry d, p;
-    if (!is_nhwc_conv(&dw) || !geometry(g, dw, &d)) continue;
+    if (!is_internal_op(&dw, "NhwcConv") || !geometry(g, dw, &d)) continue;
     if (d.cin_g != 1 || d.cout != d.group || dw.has_input(3) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
     Node* pw = const_cast<Node*>(m.sole_reader(dw.outputs[0]));
-    if (!is_nhwc_conv(pw) || pw->inputs[0] != dw.outputs[0] || !geometry(g, *pw, &p)) continue;
+    if (!is_internal_op(pw, "NhwcConv") || pw->inputs[0] != dw.outputs[0] || !geometry(g, *pw, &p)) continue;
     if (!p.is_pointwise() || pw->has_attr("algorithm") || pw->has_attr("dw_group") || pw->has_input(6)) {
       ctx.refuse("depthwise_pointwise", dw, "its reader " + pw->label() + " is not a 1x1 convolution of stride 1 without padding");
       continue;
@@ -112,7 +109,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
   size_t expanded = 0;
   for (Node& dw : g.nodes) {
     ConvGeometry d;
-    if (!is_nhwc_conv(&dw) || !geometry(g, dw, &d) || d.cin_g != 1 || d.cout != d.group || d.spatial != 2) continue;
+    if (!is_internal_op(&dw, "NhwcConv") || !geometry(g, dw, &d) || d.cin_g != 1 || d.cout != d.group || d.spatial != 2) continue;
     if (dw.has_input(3) || dw.has_input(7) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
     Node* ex = expansion_pays(g, dw, d) ? expansion_of(g, m2, dw.inputs[0], dw) : nullptr;
     if (!ex) continue;
@@ -121,7 +118,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
     // Its squeeze-excite's global average pool: summed from each band while it is in cache (a second
     // output) instead of reading the whole output again.
     for (Node& gap : g.nodes) {
-      if (gap.domain != kInternalDomain || gap.op != "NhwcGlobalAveragePool" || gap.inputs.empty() ||
+      if (!is_internal_op(&gap, "NhwcGlobalAveragePool") || gap.inputs.empty() ||
           gap.inputs[0] != dw.outputs[0] || m2.dead().count(static_cast<size_t>(&gap - g.nodes.data())))
         continue;
       dw.outputs.push_back(gap.outputs[0]);

@@ -8,8 +8,6 @@
 namespace optim {
 namespace {
 
-bool is_op(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
-
 // The value of `name` when it is a float32 scalar constant.
 bool float_scalar(const Graph& g, const std::string& name, float* value) {
   const Tensor* t = g.constant(name);
@@ -39,7 +37,7 @@ size_t fuse_gelu(Graph& g, RewriteContext& ctx) {
   std::vector<Node> added;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& erf = g.nodes[i];
-    if (m.dead().count(i) || !is_op(&erf, "Erf")) continue;
+    if (m.dead().count(i) || !is_onnx_op(&erf, "Erf")) continue;
     // x / sqrt(2) or x * (1 / sqrt(2)), read by the Erf alone.
     const Node* scale = m.produced_by(erf.inputs[0], "Div");
     float c = 0.f;
@@ -54,12 +52,12 @@ size_t fuse_gelu(Graph& g, RewriteContext& ctx) {
     if (m.sole_reader(scale->outputs[0]) != &erf) continue;
     const Node* add = m.sole_reader(erf.outputs[0]);
     std::string other;
-    if (!is_op(add, "Add") || !scalar_operand(g, *add, &c, &other) || c != 1.f) continue;
+    if (!is_onnx_op(add, "Add") || !scalar_operand(g, *add, &c, &other) || c != 1.f) continue;
     // Then * 0.5 and * x, in either order.
     const Node* m1 = m.sole_reader(add->outputs[0]);
-    if (!is_op(m1, "Mul") || m1->inputs.size() != 2) continue;
+    if (!is_onnx_op(m1, "Mul") || m1->inputs.size() != 2) continue;
     const Node* m2 = m.sole_reader(m1->outputs[0]);
-    if (!is_op(m2, "Mul") || m2->inputs.size() != 2) continue;
+    if (!is_onnx_op(m2, "Mul") || m2->inputs.size() != 2) continue;
     const bool half_first = scalar_operand(g, *m1, &c, &other) && c == 0.5f;
     const Node* by_half = half_first ? m1 : m2;
     const Node* by_x = half_first ? m2 : m1;

@@ -11,6 +11,7 @@
 
 #include "../../kernels/kernel_table.h"
 #include "../ir.h"
+#include "../ops/qgemm.h"  // kInternalDomain
 
 namespace optim {
 
@@ -27,6 +28,9 @@ struct RewriteContext {
     refusals.push_back(std::string(rewrite) + ": " + n.label() + ": " + why);
   }
 };
+
+// Whether n is one of OptimEP's own ops of that type (domain optim.internal: units, channels-last forms).
+inline bool is_internal_op(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
 
 using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
 

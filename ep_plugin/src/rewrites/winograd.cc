@@ -8,7 +8,6 @@
 
 #include "../ops/conv_common.h"
 #include "../ops/conv_winograd.h"
-#include "../ops/qgemm.h"  // kInternalDomain
 
 namespace optim {
 
@@ -20,7 +19,7 @@ size_t choose_winograd(Graph& g, RewriteContext& ctx) {
   if (!ctx.winograd) return 0;
   size_t chosen = 0;
   for (Node& conv : g.nodes) {
-    if (conv.domain != kInternalDomain || conv.op != "NhwcConv" || conv.has_attr("algorithm")) continue;
+    if (!is_internal_op(&conv, "NhwcConv") || conv.has_attr("algorithm")) continue;
     const Tensor* w = conv.has_input(1) ? g.constant(conv.inputs[1]) : nullptr;
     if (!w || w->dtype != DType::kFloat32 || (w->shape.size() != 3 && w->shape.size() != 4)) continue;
     const ConvGeometry cg(conv, w->shape);
