@@ -96,20 +96,21 @@ void DepthwiseStage::prepare() {
   }
 }
 
-int64_t DepthwiseStage::band_rows(const NhwcConvLayout& l) const {
-  auto floats = [&](int64_t r) { return (((r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w + r * l.ow) * cg_.cout; };
-  int64_t r = 1;
-  while (r < l.oh && floats(r + 1) * static_cast<int64_t>(sizeof(float)) <= kBandBytes) ++r;
-  return r;
-}
-
-int64_t DepthwiseStage::tile_offset(const NhwcConvLayout& l) const {
-  const int64_t r = band_rows(l);
-  return (std::min(l.h, (r - 1) * l.sh + (l.kh - 1) * l.dh + 1) * l.w * cg_.cout + 15) / 16 * 16;
-}
-
-size_t DepthwiseStage::band_floats(const NhwcConvLayout& l) const {
-  return static_cast<size_t>(tile_offset(l) + band_rows(l) * l.ow * cg_.cout);
+DepthwiseStage::Bands DepthwiseStage::bands(const NhwcConvLayout& l) const {
+  auto in_rows = [&](int64_t r) { return (r - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
+  auto floats = [&](int64_t r) { return (in_rows(r) * l.w + r * l.ow) * cg_.cout; };
+  Bands b;
+  while (b.rows < l.oh && floats(b.rows + 1) * static_cast<int64_t>(sizeof(float)) <= kBandBytes) ++b.rows;
+  b.count = (l.oh + b.rows - 1) / b.rows;
+  // An item is a run of consecutive bands of one image: the input rows a band shares with the one before are
+  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1.
+  b.runs = std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, b.count);
+  b.per_run = (b.count + b.runs - 1) / b.runs;
+  b.items = l.n * b.runs;
+  b.slots = std::clamp<int64_t>(b.items, 1, kSlots);
+  b.tile_offset = (std::min(l.h, in_rows(b.rows)) * l.w * cg_.cout + 15) / 16 * 16;
+  b.slot_floats = b.tile_offset + b.rows * l.ow * cg_.cout;
+  return b;
 }
 
 int64_t DepthwiseStage::tile_pixels() const {
@@ -118,10 +119,8 @@ int64_t DepthwiseStage::tile_pixels() const {
 
 size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
   if (ex_) {
-    const NhwcConvLayout l(cg_, depthwise_input_shape(x));
-    const int64_t bands = (l.oh + band_rows(l) - 1) / band_rows(l);
-    const int64_t items = l.n * std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, bands);
-    return static_cast<size_t>(std::clamp<int64_t>(items, 1, kSlots)) * band_floats(l) * sizeof(float);
+    const Bands b = bands(NhwcConvLayout(cg_, depthwise_input_shape(x)));
+    return static_cast<size_t>(b.slots * b.slot_floats) * sizeof(float);
   }
   const Shape y = output_shape(x);
   const int64_t pixels = shape_numel(y) / std::max<int64_t>(cg_.cout, 1);
@@ -160,12 +159,8 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
 void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                                const kernels::DwconvF32Args& a,
                                const std::function<void(const float*, int64_t, int64_t)>& pointwise) const {
-  const int64_t c = cg_.cout, rows = band_rows(l), bands = (l.oh + rows - 1) / rows;
-  // An item is a run of consecutive bands of one image: the input rows a band shares with the one before are
-  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1.
-  const int64_t runs = std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, bands), per_run = (bands + runs - 1) / runs;
-  const int64_t items = l.n * runs;
-  const size_t slot_floats = band_floats(l);
+  const Bands plan = bands(l);
+  const int64_t c = cg_.cout, rows = plan.rows;
   kernels::ConvGemmF32Args e;  // the expansion: a plain GEMM over the band's input pixels
   e.w = ex_->packed.data();
   e.n = c;
@@ -174,11 +169,11 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
   e.ep.bias = ex_->bias.empty() ? nullptr : ex_->bias.data();
   const int64_t panels = (c + 15) / 16;
   std::atomic<int64_t> next{0};
-  rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(items, 1, kSlots)), [&](size_t slot) {
-    float* band = static_cast<float*>(scratch) + slot * slot_floats;
+  rc.parallel_for(static_cast<size_t>(plan.slots), [&](size_t slot) {
+    float* band = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * plan.slot_floats;
     kernels::ConvGemmF32Args mine_e = e;
     kernels::DwconvF32Args mine = a;
-    float* tile = band + tile_offset(l);
+    float* tile = band + plan.tile_offset;
     int64_t have0 = 0, have1 = 0;  // the input rows the band buffer holds
     auto one_band = [&](int64_t img, int64_t band_index) {
       const int64_t oy0 = band_index * rows, oy1 = std::min(l.oh, oy0 + rows);
@@ -205,10 +200,10 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
       rc.kernels.dwconv_f32(oy0 * l.ow, oy1 * l.ow, mine);
       pointwise(tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
     };
-    for (int64_t item; (item = next.fetch_add(1)) < items;) {
-      const int64_t img = item / runs, b0 = item % runs * per_run;
+    for (int64_t item; (item = next.fetch_add(1)) < plan.items;) {
+      const int64_t img = item / plan.runs, b0 = item % plan.runs * plan.per_run;
       have0 = have1 = 0;
-      for (int64_t b = b0; b < std::min(bands, b0 + per_run); ++b) one_band(img, b);
+      for (int64_t b = b0; b < std::min(plan.count, b0 + plan.per_run); ++b) one_band(img, b);
     }
   });
 }

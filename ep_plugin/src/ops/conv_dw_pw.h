@@ -50,9 +50,15 @@ class DepthwiseStage {
   };
   int64_t tile_pixels() const;
   Shape depthwise_input_shape(const Shape& x) const;
-  int64_t band_rows(const NhwcConvLayout& l) const;  // output rows per band (with the expansion)
-  int64_t tile_offset(const NhwcConvLayout& l) const;  // a slot's depthwise tile, after the band's expanded rows
-  size_t band_floats(const NhwcConvLayout& l) const;  // one slot: the band's expanded rows and its depthwise tile
+  // How the bands of output rows (with the expansion) are cut and shared out, for one input shape.
+  struct Bands {
+    int64_t rows = 1, count = 1;          // output rows per band, bands per image
+    int64_t runs = 1, per_run = 1;        // runs of consecutive bands per image, bands per run
+    int64_t items = 1, slots = 1;         // runs in all, scratch slots
+    int64_t tile_offset = 0;              // a slot's depthwise tile, after the band's expanded rows (floats)
+    int64_t slot_floats = 0;              // one slot: the band's expanded rows and its depthwise tile
+  };
+  Bands bands(const NhwcConvLayout& l) const;
   void run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                  const kernels::DwconvF32Args& a, const std::function<void(const float*, int64_t, int64_t)>& pointwise) const;
 

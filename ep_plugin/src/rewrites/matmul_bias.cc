@@ -10,15 +10,14 @@ namespace optim {
 
 namespace {
 
-bool is_onnx(const Node* n, const char* op) { return n && n->op == op && (n->domain.empty() || n->domain == "ai.onnx"); }
-
-// The bias operand of `add` (the one that is not `x`) when it is a float32 constant of n values along the
-// last axis only, with rank at most `rank` (0: A's rank unknown, then only [N]).
-const Tensor* column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank) {
-  if (add.inputs.size() != 2 || (add.inputs[0] == x) == (add.inputs[1] == x)) return nullptr;
-  const Tensor* b = g.constant(add.inputs[0] == x ? add.inputs[1] : add.inputs[0]);
-  if (!b || b->dtype != DType::kFloat32 || b->shape.empty() || b->shape.back() != n || b->numel() != n) return nullptr;
-  return b->shape.size() == 1 || b->shape.size() <= rank ? b : nullptr;
+// The name of `add`'s bias operand (the one that is not `x`) when it is a float32 constant of n values along
+// the last axis only, with rank at most `rank` (0: A's rank unknown, then only [N]); else empty.
+std::string column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank) {
+  if (add.inputs.size() != 2 || (add.inputs[0] == x) == (add.inputs[1] == x)) return "";
+  const std::string& name = add.inputs[0] == x ? add.inputs[1] : add.inputs[0];
+  const Tensor* b = g.constant(name);
+  if (!b || b->dtype != DType::kFloat32 || b->shape.empty() || b->shape.back() != n || b->numel() != n) return "";
+  return b->shape.size() == 1 || b->shape.size() <= rank ? name : "";
 }
 
 }  // namespace
@@ -27,16 +26,17 @@ size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
   for (Node& mm : g.nodes) {
-    if (!is_onnx(&mm, "MatMul") || mm.inputs.size() != 2) continue;
+    if (!is_onnx_op(&mm, "MatMul") || mm.inputs.size() != 2) continue;
     const Tensor* w = g.constant(mm.inputs[1]);
     if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 2) continue;
     const ValueInfo* a = g.value(mm.inputs[0]);
     if (!a || a->dtype != DType::kFloat32) continue;
     const Node* add = m.sole_reader(mm.outputs[0]);
-    if (!is_onnx(add, "Add")) continue;
+    if (!is_onnx_op(add, "Add")) continue;
     const size_t rank = a->has_shape ? a->shape.size() : 0;
-    if (!column_bias(g, *add, mm.outputs[0], w->shape[1], rank)) continue;
-    mm.inputs.push_back(add->inputs[0] == mm.outputs[0] ? add->inputs[1] : add->inputs[0]);
+    const std::string bias = column_bias(g, *add, mm.outputs[0], w->shape[1], rank);
+    if (bias.empty()) continue;
+    mm.inputs.push_back(bias);
     mm.set_attr_s("fused", add->label());
     mm.outputs[0] = add->outputs[0];
     m.kill(add);
