@@ -18,6 +18,11 @@ def _target(m):
     return next(numpy_helper.to_array(t) for t in m.graph.initializer if t.name == reshape.input[1]).tolist()
 
 
+def _targets(m):
+    values = {t.name: numpy_helper.to_array(t).tolist() for t in m.graph.initializer}
+    return [values.get(n.input[1]) for n in m.graph.node if n.op_type == "Reshape"]
+
+
 def test_torchscript_form_becomes_a_constant_and_its_shape_nodes_die():
     m = model("""g (float[batch, seq, 64] x) => (float[batch, seq, 4, 16] y) {
         s = Shape(x)
@@ -73,3 +78,43 @@ def test_refuses_a_literal_zero_under_allowzero():
     out, ctx = apply("constant_reshape_shapes", m)
     assert ops(out) == ops(m) and refusals(ctx) == [
         "allowzero=1 and the shape holds a literal 0 (an empty dim), which a copy (0) cannot express"]
+
+
+def test_dims_picked_one_at_a_time_through_reshapes_that_lose_the_name():
+    # TorchScript's `t.size(0)`: Unsqueeze(Gather(Shape(t), 0)). The dims reach the Reshape through an
+    # earlier Reshape with a -1, after which ONNX's own inference names the batch dim afresh (unk__N);
+    # the leftover named dim of the earlier Reshape's input is its -1, so the batch is still known.
+    m = model("""g (float[batch, 8, 4, 4] x) => (float[batch, 16, 8] y) {
+        r = Reshape(x, flat)
+        t = Transpose <perm = [0, 2, 1]> (r)
+        s = Shape(x)
+        b = Gather <axis = 0> (s, zero_scalar)
+        bu = Unsqueeze(b, zero)
+        c = Concat <axis = 0> (bu, sixteen, minus_one)
+        y = Reshape(t, c)
+    }""", flat=np.array([-1, 8, 16], I64), zero_scalar=np.array(0, I64), zero=np.array([0], I64),
+        sixteen=np.array([16], I64), minus_one=np.array([-1], I64))
+    out, ctx = apply("constant_reshape_shapes", m)
+    assert ctx.rewrites["constant_reshape_shapes"] == 1 and _targets(out) == [[-1, 8, 16], [0, 16, -1]]
+    out, _ = apply("remove_dead_nodes", out)
+    assert ops(out) == ["Reshape", "Transpose", "Reshape"]
+    assert_same_outputs(m, out, {"x": RNG.standard_normal((3, 8, 4, 4)).astype(np.float32)})
+
+
+def test_named_dims_survive_broadcasts_and_matmul_batches():
+    # q and k both hold `batch` under made-up names after their Reshapes; MatMul and Add outputs keep it.
+    m = model("""g (float[batch, 6, 8] x) => (float[batch, 6, 6] y) {
+        q = Reshape(x, qshape)
+        k = Transpose <perm = [0, 2, 1]> (q)
+        a = MatMul(q, k)
+        z = Add(a, q6)
+        s = Shape(x)
+        b = Gather <axis = 0> (s, zero_scalar)
+        bu = Unsqueeze(b, zero)
+        c = Concat <axis = 0> (bu, six, six)
+        y = Reshape(z, c)
+    }""", qshape=np.array([-1, 6, 8], I64), q6=RNG.standard_normal((1, 6, 6)).astype(np.float32),
+        zero_scalar=np.array(0, I64), zero=np.array([0], I64), six=np.array([6], I64))
+    out, ctx = apply("constant_reshape_shapes", m)
+    assert ctx.rewrites["constant_reshape_shapes"] == 1 and _targets(out) == [[-1, 6, 8], [0, 6, 6]]
+    assert_same_outputs(m, out, {"x": RNG.standard_normal((2, 6, 8)).astype(np.float32)})

@@ -17,6 +17,7 @@ from .matmul_add import MatMulAddToGemm
 from .pad_conv import FoldPadIntoConv
 from .reshape_shapes import ConstantReshapeShapes
 from .reshapes import CollapseReshapes
+from .resize_sizes import ConstantResizeScales
 from .transposes import CollapseTransposes
 from .unused_initializers import RemoveUnusedInitializers
 
@@ -30,6 +31,7 @@ PASSES: tuple[type[Pass], ...] = (
     MatMulAddToGemm,
     CollapseTransposes,
     ConstantReshapeShapes,
+    ConstantResizeScales,
     CollapseReshapes,
     RemoveDeadNodes,
     RemoveUnusedInitializers,

@@ -1,7 +1,8 @@
 """Reshape targets assembled at run time from dims the Reshape's own input already has made constant.
 
 Exporters write `view(b, s, heads, d)` as Reshape(x, Concat(Shape(x)[0:2], [heads, d])), or take b
-and s from another tensor with the same dims (the token ids). Reshape's 0 means "copy this dim
+and s from another tensor with the same dims (the token ids), or one dim at a time as
+Unsqueeze(Gather(Shape(t), i)) (`t.size(i)` in TorchScript). Reshape's 0 means "copy this dim
 from the input", so when every run-time piece is the input's own dim at the same position, the
 target becomes the constant [0, 0, heads, d], and the Shape/Slice/Concat nodes become dead.
 Dims count as the same when shape inference gives them the same size or the same symbolic name.
@@ -31,15 +32,10 @@ class ConstantReshapeShapes(Rule):
 
     def check(self, g: GraphView, m: Match) -> str | None:
         reshape, concat = m["reshape"], m["concat"]
-        data = g.shape(reshape.input[0])
-        if data is None:
-            return "the rank of the Reshape's input is unknown"
-        pieces = []
-        for part in concat.input:
-            found = _pieces(g, part)
-            if found is None:
-                return f"shape piece {part!r} is neither a constant nor dims read by Shape"
-            pieces += found
+        found = input_dims_and_pieces(g, reshape, concat, "shape")
+        if isinstance(found, str):
+            return found
+        data, pieces = found
         target = []
         for position, (kind, value) in enumerate(pieces):
             if kind == _CONST or (isinstance(value, int) and value > 0):
@@ -69,16 +65,48 @@ class ConstantReshapeShapes(Rule):
         return f"run-time shape -> constant {target.tolist()}"
 
 
+def input_dims_and_pieces(g: GraphView, node, concat, what: str) -> tuple[list, list] | str:
+    """The dims of `node`'s data input and its `what` (Concat's inputs as (kind, value) entries, see
+    _pieces), or why they are not known."""
+    data = g.shape(node.input[0])
+    if data is None:
+        return f"the rank of the {node.op_type}'s input is unknown"
+    pieces = []
+    for part in concat.input:
+        found = _pieces(g, part)
+        if found is None:
+            return f"{what} piece {part!r} is neither a constant nor dims read by Shape"
+        pieces += found
+    return data, pieces
+
+
 def _pieces(g: GraphView, name: str) -> list[tuple[str, object]] | None:
     """A Concat input as (kind, value) entries: constants, or dims (int, dim name, None) of a Shape."""
     value = g.constant(name)
     if value is not None:
         return [(_CONST, int(v)) for v in value.reshape(-1)] if value.dtype.kind == "i" else None
+    dims = shape_piece_dims(g, name)
+    return None if dims is None else [(_DIM, d) for d in dims]
+
+
+def shape_piece_dims(g: GraphView, name: str) -> list | None:
+    """The dims (ints, dim names, None) a 1-D int64 value holds when it is read off a Shape: the Shape
+    itself, a Slice of it, or one dim picked by a scalar Gather and made 1-D by Unsqueeze(axes=[0])."""
     shape = g.producer_op(name, "Shape")
     if shape is not None:
-        dims = shape_dims(g, shape)
-    elif g.producer_op(name, "Slice") is not None and g.producer_op(g.producer(name).input[0], "Shape") is not None:
-        dims = sliced_shape_dims(g, g.producer(name))
-    else:
+        return shape_dims(g, shape)
+    if g.producer_op(name, "Slice") is not None and g.producer_op(g.producer(name).input[0], "Shape") is not None:
+        return sliced_shape_dims(g, g.producer(name))
+    unsqueeze = g.producer_op(name, "Unsqueeze")
+    if unsqueeze is None:
         return None
-    return None if dims is None else [(_DIM, d) for d in dims]
+    axes = g.constant(unsqueeze.input[1]) if len(unsqueeze.input) > 1 else attr(unsqueeze, "axes")
+    gather = g.producer_op(unsqueeze.input[0], "Gather")
+    if axes is None or [int(a) for a in np.reshape(axes, -1)] not in ([0], [-1]) or gather is None:
+        return None
+    shape = g.producer_op(gather.input[0], "Shape")
+    index = g.constant(gather.input[1])
+    dims = shape_dims(g, shape) if shape is not None else None
+    if dims is None or index is None or index.ndim != 0 or not -len(dims) <= int(index) < len(dims):
+        return None
+    return [dims[int(index)]]

@@ -209,7 +209,10 @@ def test_qdq_conv_unit_is_integer_and_exact(cid, isa):
 
 def _dq_op_q(op_nodes, out_scale, x_type="u8"):
     x_np = np.uint8 if x_type == "u8" else np.int8
-    inits = {"s": np.float32(0.05), "z": np.array(7, x_np), "s_out": np.float32(out_scale), "shape": np.array([2, -1], np.int64)}
+    inits = {"s": np.float32(0.05), "z": np.array(7, x_np), "s_out": np.float32(out_scale), "shape": np.array([2, -1], np.int64),
+             "starts": np.array([1, 2], np.int64), "ends": np.array([8, 7], np.int64), "axes": np.array([3, 2], np.int64),
+             "steps": np.array([2, 1], np.int64), "picks": np.array([[2, 0], [1, 1]], np.int64),
+             "wide": np.array([3, 1, 1, 1, 1], np.int64), "reps": np.array([1, 2, 1, 3], np.int64)}
     nodes = [N("DequantizeLinear", ["x", "s", "z"], ["xf"]), *op_nodes, N("QuantizeLinear", ["of", "s_out", "z"], ["y"])]
     elem = TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8
     graph = helper.make_graph(nodes, "dq_op_q", [helper.make_tensor_value_info("x", elem, [2, 3, 8, 8])],
@@ -224,6 +227,11 @@ PASSTHROUGH = {
     "maxpool": [N("MaxPool", ["xf"], ["of"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], name="op")],
     "reshape": [N("Reshape", ["xf", "shape"], ["of"], name="op")],
     "flatten": [N("Flatten", ["xf"], ["of"], axis=2, name="op")],
+    "transpose": [N("Transpose", ["xf"], ["of"], perm=[0, 2, 3, 1], name="op")],  # attention heads, decoder maps
+    "slice": [N("Slice", ["xf", "starts", "ends", "axes", "steps"], ["of"], name="op")],
+    "gather": [N("Gather", ["xf", "picks"], ["of"], axis=1, name="op")],
+    "expand": [N("Expand", ["xf", "wide"], ["of"], name="op")],
+    "tile": [N("Tile", ["xf", "reps"], ["of"], name="op")],
 }
 
 

@@ -1,5 +1,5 @@
-// DequantizeLinear -> MaxPool / Reshape / Flatten / Squeeze / Unsqueeze / Identity / nearest Resize ->
-// QuantizeLinear with the same scale and zero point on both sides becomes the op alone on the quantized
+// DequantizeLinear -> MaxPool / Reshape / Flatten / Squeeze / Unsqueeze / Identity / Transpose / Slice /
+// Gather / Expand / Tile / nearest Resize -> QuantizeLinear with the same scale and zero point on both sides becomes the op alone on the quantized
 // tensor: equal results (these ops move or pick values), without the two conversions. A nearest Resize
 // between different quantizations picks requantized bytes instead: Q2(pick(DQ1(x))) == pick(Q2(DQ1(x)))
 // element by element, and qdq_lut turns the Q2(DQ1(.)) placed before it (on the smaller side when
@@ -23,7 +23,8 @@ namespace {
 // Ops whose result on quantized values equals requantizing their float result when the input and
 // output quantization are the same: data movement, and max (monotonic); and Resize (linear: see to_qresize).
 bool passes_quantized(const Node& n) {
-  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Resize"};
+  static const std::set<std::string> ops = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                                            "Transpose", "Slice", "Gather", "Expand", "Tile", "Resize"};
   return (n.domain.empty() || n.domain == "ai.onnx") && ops.count(n.op) != 0;
 }
 
