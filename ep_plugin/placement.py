@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import onnxruntime as ort
 
 from .loader import EP_NAME
+
+
+# A unit's name at the start of a step label or after a " + " that joins folded nodes.
+_INTEGER_UNIT = re.compile(r"(?:^| \+ )(?:QGemm|QConv|NhwcQConv|QAdd|QMatMul) '")
 
 
 @dataclass(frozen=True)
@@ -37,8 +42,9 @@ class Placement:
 
     @property
     def integer_units(self) -> int:
-        """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels."""
-        return sum(1 for steps in self.compiled.values() for s in steps if s.startswith(("QGemm ", "QConv ", "NhwcQConv ", "QAdd ", "QMatMul ")))
+        """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels, also those folded into another
+        step ("NhwcQConv 'c' + QAdd 'a'" counts two)."""
+        return sum(len(_INTEGER_UNIT.findall(s)) for steps in self.compiled.values() for s in steps)
 
     @property
     def total_nodes(self) -> int:

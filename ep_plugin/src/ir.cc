@@ -116,6 +116,13 @@ void Node::set_attr_f(const std::string& n, float v) {
   attrs[n] = a;
 }
 
+void Node::set_attr_i(const std::string& n, int64_t v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_INT;
+  a.i = v;
+  attrs[n] = a;
+}
+
 void Node::set_attr_s(const std::string& n, const std::string& v) {
   Attr a;
   a.type = ORT_OP_ATTR_STRING;

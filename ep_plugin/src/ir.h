@@ -76,6 +76,7 @@ struct Node {
   std::vector<std::string> attr_strings(const std::string& n) const;  // empty when absent
   // Set (or replace) a float / string attribute: what rewrites record on the nodes they make.
   void set_attr_f(const std::string& n, float v);
+  void set_attr_i(const std::string& n, int64_t v);
   void set_attr_s(const std::string& n, const std::string& v);
   // A tensor attribute, or nullptr when the node has none of that name.
   const Tensor* attr_tensor(const std::string& n) const;

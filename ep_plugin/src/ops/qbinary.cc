@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "op.h"
-#include "qgemm.h"
+#include "qadd_after.h"
 
 namespace optim {
 namespace {
@@ -65,19 +65,9 @@ void broadcast_bytes(const uint8_t* src, const Shape& from, const Shape& to, uin
 class QBinaryImpl : public Op {
  public:
   QBinaryImpl(const Node& n, const Graph& g) {
+    p_ = read_qbinary_params(n, g, {kQBinaryAScale, kQBinaryAZero, kQBinaryBScale, kQBinaryBZero, kQBinaryYScale, kQBinaryYZero},
+                             is_u8(g, n.inputs[kQBinaryA]), is_u8(g, n.inputs[kQBinaryB]), is_u8(g, n.outputs[0]), "relu");
     p_.mul = n.op == "QMul";
-    p_.a_u8 = is_u8(g, n.inputs[kQBinaryA]);
-    p_.b_u8 = is_u8(g, n.inputs[kQBinaryB]);
-    p_.y_u8 = is_u8(g, n.outputs[0]);
-    p_.sa = float_const(g, n.inputs[kQBinaryAScale]);
-    p_.sb = float_const(g, n.inputs[kQBinaryBScale]);
-    p_.sy = float_const(g, n.inputs[kQBinaryYScale]);
-    p_.za = zero_const(g, n.inputs[kQBinaryAZero]);
-    p_.zb = zero_const(g, n.inputs[kQBinaryBZero]);
-    p_.zy = zero_const(g, n.inputs[kQBinaryYZero]);
-    p_.qmin = p_.y_u8 ? 0 : -128;
-    p_.qmax = p_.y_u8 ? 255 : 127;
-    if (n.attr_i("relu", 0)) p_.qmin = std::max(p_.qmin, p_.zy);
   }
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
@@ -163,6 +153,24 @@ class QBinaryImpl : public Op {
 };
 
 }  // namespace
+
+kernels::QBinaryParams read_qbinary_params(const Node& n, const Graph& g, const size_t (&at)[6], bool a_u8, bool b_u8,
+                                           bool y_u8, const char* relu_attr) {
+  kernels::QBinaryParams p;
+  p.a_u8 = a_u8;
+  p.b_u8 = b_u8;
+  p.y_u8 = y_u8;
+  p.sa = float_const(g, n.inputs[at[0]]);
+  p.za = zero_const(g, n.inputs[at[1]]);
+  p.sb = float_const(g, n.inputs[at[2]]);
+  p.zb = zero_const(g, n.inputs[at[3]]);
+  p.sy = float_const(g, n.inputs[at[4]]);
+  p.zy = zero_const(g, n.inputs[at[5]]);
+  p.qmin = p.y_u8 ? 0 : -128;
+  p.qmax = p.y_u8 ? 255 : 127;
+  if (n.attr_i(relu_attr, 0)) p.qmin = std::max(p.qmin, p.zy);
+  return p;
+}
 
 std::unique_ptr<Op> create_qbinary_unit(const Node& n, const Graph& g) { return std::make_unique<QBinaryImpl>(n, g); }
 

@@ -10,6 +10,7 @@
 
 #include "../aligned_vector.h"
 #include "conv_nhwc.h"
+#include "qadd_after.h"
 #include "qgemm.h"
 
 namespace optim {
@@ -18,6 +19,14 @@ namespace {
 int32_t int_at(const Tensor& t, int64_t i) {
   return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
 }
+
+// A folded QAdd's other operand (qadd_after.h): its bytes and row stride (0: one row for every pixel).
+struct Other {
+  const uint8_t* base = nullptr;
+  int64_t ldo = 0;
+  // The operand's rows for the output block that starts `offset` bytes into the output.
+  const uint8_t* at(int64_t offset) const { return ldo ? base + offset : base; }
+};
 
 class NhwcQConvImpl : public Op {
  public:
@@ -38,6 +47,7 @@ class NhwcQConvImpl : public Op {
     bias_ = qp.bias(cg_.cout);
     ep_ = qp.epilogue;
     ep_.scale_col = nullptr;  // set per group at run time
+    after_ = QAddAfter(n, g);
   }
 
   void prepare(const kernels::KernelTable& kt) override {
@@ -90,8 +100,11 @@ class NhwcQConvImpl : public Op {
     kernels::QgemmEpilogue ep = ep_;
     ep.scale_col = scale_.data();
     ep.bias_col = bias_.empty() ? nullptr : bias_.data();
+    // A folded QAdd goes over each block of output pixels the kernel finished, while it is in cache.
+    const Other other{after_ ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr,
+                      after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0};
     if (depthwise_) {
-      run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep);
+      run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep, other);
       return;
     }
     const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
@@ -115,7 +128,12 @@ class NhwcQConvImpl : public Op {
         run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
                             static_cast<double>(images * image_stride / cg_.group * elem_bytes()),
                             static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
-                            [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { kernel(m0, m1, p0, p1, a); });
+                            [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                              kernel(m0, m1, p0, p1, a);
+                              if (after_)
+                                after_.apply(rc, a.c, cg_.cout, other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1, p0 * 16,
+                                             std::min(cout_g, p1 * 16));
+                            });
       }
     };
     if (reads_in_place(l)) {
@@ -136,7 +154,7 @@ class NhwcQConvImpl : public Op {
   // (x - x_zero, exact) once, into a buffer of its thread, then runs the float-summed kernel on them.
   // Strided ones read each input value about once: the kernel converts the bytes as it reads them instead.
   void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
-                     const kernels::QgemmEpilogue& ep) const {
+                     const kernels::QgemmEpilogue& ep, const Other& other) const {
     if (l.sh > 1 && l.sw > 1) {
       kernels::DwconvQ8Args a;
       a.g = l.depthwise(cg_.cout);
@@ -148,7 +166,10 @@ class NhwcQConvImpl : public Op {
       a.ldc = cg_.cout;
       a.ep = &ep;
       run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
-                       [&](int64_t m0, int64_t m1) { rc.kernels.dwconv_q8(m0, m1, a); });
+                       [&](int64_t m0, int64_t m1) {
+                         rc.kernels.dwconv_q8(m0, m1, a);
+                         if (after_) after_.apply(rc, y, cg_.cout, other.base, other.ldo, m0, m1, 0, cg_.cout);
+                       });
       return;
     }
     const int64_t units = l.n * l.oh, per_row = l.ow * l.kh * l.kw * cg_.cout;
@@ -175,6 +196,8 @@ class NhwcQConvImpl : public Op {
         a.ldc = cg_.cout;
         a.ep = &ep;
         rc.kernels.dwconv_q8(oy0 * l.ow, oy1 * l.ow, a);
+        if (after_)
+          after_.apply(rc, a.c, cg_.cout, other.at(img * l.pixels() * cg_.cout), other.ldo, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
         u += oy1 - oy0;
       }
     });
@@ -244,6 +267,7 @@ class NhwcQConvImpl : public Op {
   AlignedVector<float> dw_;                   // depthwise: taps x channels, weights minus their zero points
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;
+  QAddAfter after_;
 };
 
 }  // namespace

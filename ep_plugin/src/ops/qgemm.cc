@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "op.h"
+#include "qadd_after.h"
 #include "qgemm.h"
 
 namespace optim {
@@ -52,6 +53,7 @@ class QGemmImpl : public Op {
     ep_ = qp.epilogue;
     ep_.scale_col = scale_.data();
     ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
+    after_ = QAddAfter(n, g);
   }
 
   // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
@@ -93,8 +95,14 @@ class QGemmImpl : public Op {
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const int64_t m = rows(*in[0].shape);
     if (m == 0 || n_ == 0) return;
+    // A folded QAdd goes over each tile the kernel finished, while it is in cache.
+    const void* other = after_ ? in[kQAddOther].data : nullptr;
+    const int64_t ldo = after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
+    const TileDone done = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
+      if (after_) after_.apply(rc, out[0].data, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
+    };
     if (!packed8_.empty()) {
-      run_u8s8(rc, m, in[0], out[0]);
+      run_u8s8(rc, m, in[0], out[0], done);
       return;
     }
     if (packed_.empty()) throw Error("the integer GEMM's weights were never packed (prepare() not called)");
@@ -112,12 +120,12 @@ class QGemmImpl : public Op {
         else widen_row(in[0].as<int8_t>() + i * k_, k_, x_zero_, lda, row);
       }
     });
-    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_);
+    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_, after_ ? &done : nullptr);
   }
 
  private:
   // A as stored uint8 rows (int8 flipped to uint8 by xor 0x80), K padded to a multiple of 4.
-  void run_u8s8(const RunContext& rc, int64_t m, const TensorRef& x, const TensorOut& y) const {
+  void run_u8s8(const RunContext& rc, int64_t m, const TensorRef& x, const TensorOut& y, const TileDone& done) const {
     uint8_t* a = static_cast<uint8_t*>(rc.scratch());
     const int64_t lda = 4 * kq_;
     const uint8_t* src = static_cast<const uint8_t*>(x.data);
@@ -138,6 +146,7 @@ class QGemmImpl : public Op {
     // Small products: waking a pool thread costs about as much as 1.5 million VNNI multiply-adds.
     if (macs < 1.5e6 || m_tasks * p_tasks == 1) {
       rc.kernels.qgemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      done(0, m, 0, n_);
       return;
     }
     rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
@@ -145,6 +154,7 @@ class QGemmImpl : public Op {
       const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
       const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
       rc.kernels.qgemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      done(m0, m1, p0 * kernels::kQuadNR, p1 * kernels::kQuadNR);
     });
   }
 
@@ -159,6 +169,7 @@ class QGemmImpl : public Op {
   std::vector<int32_t> comp_;     // VNNI: -zero_point(x) * column sums of the weights
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;
+  QAddAfter after_;
 };
 
 std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::make_unique<QGemmImpl>(n, g); }
@@ -208,7 +219,7 @@ QuantParams read_quant_params(const Node& n, const Graph& g) {
 }
 
 void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
-               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep) {
+               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep, const TileDone* done) {
   const int64_t panels = (n + kernels::kQgemmNR - 1) / kernels::kQgemmNR;
   const int64_t rows_per_task = 16 * kernels::kQgemmMR, panels_per_task = 4;
   const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task;
@@ -216,6 +227,7 @@ void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
   if (macs < 2e5 || m_tasks * p_tasks == 1) {
     rc.kernels.qgemm_s16(0, m, 0, panels, n, kp, a, lda, b_packed, c, ldc, ep);
+    if (done) (*done)(0, m, 0, n);
     return;
   }
   rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
@@ -223,6 +235,7 @@ void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const
     const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
     const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
     rc.kernels.qgemm_s16(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);
+    if (done) (*done)(m0, m1, p0 * kernels::kQgemmNR, p1 * kernels::kQgemmNR);
   });
 }
 

@@ -2,6 +2,8 @@
 // their shared quantization parameters, and the driver that splits an int8 GEMM over the pool.
 #pragma once
 
+#include <functional>
+
 #include "op.h"
 
 namespace optim {
@@ -52,8 +54,13 @@ inline void widen_row(const T* __restrict x, int64_t k, int32_t zero, int64_t pa
   for (int64_t kk = k; kk < padded; ++kk) row[kk] = 0;
 }
 
-// C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::QgemmS16Fn).
+// Called with rows [m0, m1) and columns [j0, j1) of C once the kernel has written them (j1 may pass n).
+using TileDone = std::function<void(int64_t m0, int64_t m1, int64_t j0, int64_t j1)>;
+
+// C = epilogue(A x B) over the pool, in tiles of rows x panels (see kernels::QgemmS16Fn); `done`, when given,
+// sees each tile on the thread that made it.
 void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
-               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep);
+               const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep,
+               const TileDone* done = nullptr);
 
 }  // namespace optim

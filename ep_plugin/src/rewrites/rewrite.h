@@ -61,5 +61,6 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx);         // 
 size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
+size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx);                 // qadd_fold.cc
 
 }  // namespace optim
