@@ -35,6 +35,11 @@ class Matcher {
     const Node& n = g_.nodes[it->second];
     return is_onnx_op(&n, op) ? &n : nullptr;
   }
+  // The live node producing `value` (any op, any domain), or nullptr.
+  const Node* producer(const std::string& value) const {
+    auto it = producer_.find(value);
+    return it == producer_.end() || dead_.count(it->second) ? nullptr : &g_.nodes[it->second];
+  }
   // The one node reading `value`, when exactly one does and the value leaves no partition.
   const Node* sole_reader(const std::string& value) const {
     if (keep_.count(value) || readers_.count(value) == 0 || readers_.at(value) != 1) return nullptr;

@@ -373,6 +373,10 @@ ACT_CASES = {
     "attention_values_s8u8_relu": dict(a_shape=[1, 4, 9, 9], b_shape=[1, 4, 9, 5], a_type="s8", b_type="u8", relu=True),
     "broadcast_leading_dims": dict(a_shape=[1, 3, 5, 33], b_shape=[2, 1, 33, 20], a_type="u8", b_type="s8", relu=False),
     "shared_2d_b": dict(a_shape=[3, 6, 10], b_shape=[10, 17], a_type="s8", b_type="s8", relu=False),
+    # rows past one tile of every kernel (AVX-512: 8), whole and partial panels of 16 columns, odd K
+    "long_sequence": dict(a_shape=[1, 2, 37, 65], b_shape=[1, 2, 65, 48], a_type="u8", b_type="u8", relu=False),
+    # one matrix: split over the pool, A widened in row blocks there (SegFormer's one-head attention)
+    "one_head_long": dict(a_shape=[1, 1, 4100, 33], b_shape=[1, 1, 33, 40], a_type="s8", b_type="u8", relu=True),
 }
 
 

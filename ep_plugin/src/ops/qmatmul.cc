@@ -60,6 +60,17 @@ class QMatMulImpl : public Op {
     return {out};
   }
 
+  // The big-matrix path's widened A and packed B (the batched path keeps its own per worker).
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    const Shape& as = *in[0];
+    const Shape& bs = *in[kQGemmW];
+    if (as.size() < 2 || bs.size() < 2) return 0;
+    const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back(), kp = (k + 1) / 2;
+    const int64_t matrices = shape_numel(broadcast_shapes(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2)));
+    if (!splits_matrices(m, k, n, matrices)) return 0;
+    return static_cast<size_t>(m * 2 * kp + static_cast<int64_t>(kernels::qgemm_s16_packed_b_elems(kp, n))) * sizeof(int16_t);
+  }
+
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const Shape& as = *in[0].shape;
     const Shape& bs = *in[kQGemmW].shape;
@@ -74,11 +85,16 @@ class QMatMulImpl : public Op {
     for_each_broadcast<2>(lead, {&a_lead, &b_lead}, [&](int64_t o, const std::array<int64_t, 2>& at) { pairs[static_cast<size_t>(o)] = at; });
     const int64_t matrices = static_cast<int64_t>(pairs.size());
     const int64_t per_matrix = m * n * k;
-    if (matrices == 1 || per_matrix >= 8 * kMacsPerTask) {  // big matrices: split each one over the pool
-      std::vector<int16_t> a16(static_cast<size_t>(m * 2 * kp)), packed(kernels::qgemm_s16_packed_b_elems(kp, n));
+    if (splits_matrices(m, k, n, matrices)) {  // big matrices: split each one over the pool
+      int16_t* a16 = static_cast<int16_t*>(rc.scratch());  // A widened, then B's panels (scratch_bytes)
+      int16_t* packed = a16 + m * 2 * kp;
       for (int64_t o = 0; o < matrices; ++o) {
-        prepare(in, pairs[static_cast<size_t>(o)], m, k, n, kp, a16.data(), packed.data());
-        run_qgemm_s16(rc, m, n, kp, a16.data(), 2 * kp, packed.data(), y + o * m * n, n, ep_);
+        const std::array<int64_t, 2>& at = pairs[static_cast<size_t>(o)];
+        // A's rows widened over the pool too: a long sequence's A is as much work to widen as the GEMM's
+        // epilogue (SegFormer's 16384 x 256 attention weights).
+        parallel_rows(rc, m, k, [&](int64_t r0, int64_t r1) { widen_a(in, at, r0, r1, k, kp, a16); });
+        pack(in, at, k, n, kp, packed);
+        run_qgemm_s16(rc, m, n, kp, a16, 2 * kp, packed, y + o * m * n, n, ep_);
       }
       return;
     }
@@ -97,11 +113,25 @@ class QMatMulImpl : public Op {
   }
 
  private:
+  static bool splits_matrices(int64_t m, int64_t k, int64_t n, int64_t matrices) {
+    return matrices == 1 || m * n * k >= 8 * kMacsPerTask;
+  }
+
   // A's rows minus their zero point (int16, K padded to even) and B's panels for one matrix of the batch.
   void prepare(const std::vector<TensorRef>& in, const std::array<int64_t, 2>& at, int64_t m, int64_t k, int64_t n,
                int64_t kp, int16_t* a16, int16_t* packed) const {
-    if (a_dtype_ == DType::kUint8) widen_rows(in[0].as<uint8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
-    else widen_rows(in[0].as<int8_t>() + at[0] * m * k, m, k, a_zero_, 2 * kp, a16);
+    widen_a(in, at, 0, m, k, kp, a16);
+    pack(in, at, k, n, kp, packed);
+  }
+  // Rows [r0, r1) of matrix at[0] of A into rows [r0, r1) of a16.
+  void widen_a(const std::vector<TensorRef>& in, const std::array<int64_t, 2>& at, int64_t r0, int64_t r1, int64_t k,
+               int64_t kp, int16_t* a16) const {
+    const int64_t m = in[0].shape->at(in[0].shape->size() - 2), first = at[0] * m * k + r0 * k;
+    if (a_dtype_ == DType::kUint8) widen_rows(in[0].as<uint8_t>() + first, r1 - r0, k, a_zero_, 2 * kp, a16 + r0 * 2 * kp);
+    else widen_rows(in[0].as<int8_t>() + first, r1 - r0, k, a_zero_, 2 * kp, a16 + r0 * 2 * kp);
+  }
+  void pack(const std::vector<TensorRef>& in, const std::array<int64_t, 2>& at, int64_t k, int64_t n, int64_t kp,
+            int16_t* packed) const {
     if (b_dtype_ == DType::kUint8) pack_b(in[kQGemmW].as<uint8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
     else pack_b(in[kQGemmW].as<int8_t>() + at[1] * k * n, k, n, b_zero_, kp, packed);
   }

@@ -124,6 +124,10 @@ class TransposeImpl : public Op {
           rem /= ys[i];
         }
         T* yr = y + row * inner;
+        if (inner_stride == 1) {  // the last dim stays last (attention heads, [0, 2, 1, 3]): whole rows
+          std::memcpy(yr, x + off, static_cast<size_t>(inner) * sizeof(T));
+          continue;
+        }
         for (int64_t j = 0; j < inner; ++j) yr[j] = x[off + j * inner_stride];
       }
     });

@@ -9,7 +9,8 @@ const std::vector<Rewrite>& rewrite_list() {
   // DequantizeLinears left over become float weights; then float fusions (GELU, SiLU / HardSwish) before the
   // lookup tables, which take the quantized element-wise regions that remain (a SiLU's Mul of x by its own
   // sigmoid among them); the Muls of two tensors after those; the layout last, as it moves whatever the
-  // others left, and the convolution epilogues after it (they fold what follows a channels-last convolution;
+  // others left, then transformer tokens seen as the channels-last maps they are, and the convolution epilogues
+  // after it (they fold what follows a channels-last convolution;
   // the quantized Adds after integer units likewise);
   // then, on the final convolutions, depthwise ones and squeeze-excite gates into the 1x1 ones that read them
   // and the Winograd choice;
@@ -26,6 +27,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"qdq_lookup_tables", fold_qdq_lookup_tables},
       {"qdq_muls", fuse_qdq_muls},
       {"channels_last", to_channels_last},
+      {"token_grid", view_tokens_as_maps},
       {"conv_epilogues", fuse_conv_epilogues},
       {"qadd_fold", fold_qadds_into_units},
       {"depthwise_pointwise", fold_depthwise_into_pointwise},
