@@ -53,6 +53,7 @@ def _steps(sess) -> list[str]:
     ((1, 40, 6, 9), dict(stride=2, act="Relu")),
     ((1, 16, 6, 28), dict(residual=True)),
     ((2, 8, 3, 30), dict(act="HardSwish", kernel=5)),
+    ((1, 32, 6, 14), dict(stride=2, kernel=5, act="HardSwish")),  # MobileNetV3's 14x14 one at batch 1: two runs of bands
 ])
 def test_a_depthwise_and_the_1x1_convolution_after_it_run_as_one_step(shape, options):
     model, feeds = _block(*shape, **options)

@@ -103,8 +103,12 @@ DepthwiseStage::Bands DepthwiseStage::bands(const NhwcConvLayout& l) const {
   while (b.rows < l.oh && floats(b.rows + 1) * static_cast<int64_t>(sizeof(float)) <= kBandBytes) ++b.rows;
   b.count = (l.oh + b.rows - 1) / b.rows;
   // An item is a run of consecutive bands of one image: the input rows a band shares with the one before are
-  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1.
+  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1, but each
+  // run after the first expands the rows it shares with the one before again: fewer runs (at least two) where
+  // that would pass a quarter of the image's rows (a 5x5 stride-2 depthwise over 14 rows: 3 rows per run).
   b.runs = std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, b.count);
+  const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
+  while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) --b.runs;
   b.per_run = (b.count + b.runs - 1) / b.runs;
   b.items = l.n * b.runs;
   b.slots = std::clamp<int64_t>(b.items, 1, kSlots);
