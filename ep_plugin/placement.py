@@ -42,8 +42,9 @@ class Placement:
 
     @property
     def integer_units(self) -> int:
-        """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels, also those folded into another
-        step ("NhwcQConv 'c' + QAdd 'a'" counts two)."""
+        """QDQ units (MatMul/Gemm/Conv/Add) OptimEP runs as integer kernels, folded ones included.
+
+        A step "NhwcQConv 'c' + QAdd 'a'" counts two."""
         return sum(len(_INTEGER_UNIT.findall(s)) for steps in self.compiled.values() for s in steps)
 
     @property

@@ -38,16 +38,14 @@ size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
   for (Node& add : g.nodes) {
-    if (!is_internal_op(&add, "QAdd") || m.dead().count(m.index_of(&add))) continue;
+    if (!is_internal_op(&add, "QAdd")) continue;
     // The side a unit makes and the Add alone reads (a first).
     size_t self = kQBinaryInputCount;
     Node* unit = nullptr;
     for (size_t side : {size_t{kQBinaryA}, size_t{kQBinaryB}}) {
-      for (Node& n : g.nodes)
-        if (is_unit(&n) && !n.outputs.empty() && n.outputs[0] == add.inputs[side] && !n.has_input(kQAddOther) &&
-            m.sole_reader(n.outputs[0]) == &add && !m.dead().count(m.index_of(&n)))
-          unit = &n;
-      if (unit) {
+      Node* n = const_cast<Node*>(m.producer(add.inputs[side]));
+      if (is_unit(n) && n->outputs[0] == add.inputs[side] && !n->has_input(kQAddOther) && m.sole_reader(n->outputs[0]) == &add) {
+        unit = n;
         self = side;
         break;
       }
