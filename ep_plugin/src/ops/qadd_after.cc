@@ -4,7 +4,7 @@
 namespace optim {
 
 QAddAfter::QAddAfter(const Node& n, const Graph& g) {
-  if (!n.has_input(kQAddOther)) return;
+  if (!n.has_attr(kQAddReluAttr)) return;  // set on every fold (qadd_fold.cc)
   if (n.inputs.size() < kQAddAfterEnd) throw Error(n.label() + ": its folded QAdd lacks scales or zero points");
   const ValueInfo* y = g.value(n.outputs[0]);
   const ValueInfo* other = g.value(n.inputs[kQAddOther]);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "op.h"
+#include "dequantize_after.h"
 #include "qadd_after.h"
 #include "qgemm.h"
 
@@ -54,6 +55,7 @@ class QGemmImpl : public Op {
     ep_.scale_col = scale_.data();
     ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
     after_ = QAddAfter(n, g);
+    dequantized_ = DequantizeAfter(n, g, n_);
   }
 
   // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
@@ -88,21 +90,23 @@ class QGemmImpl : public Op {
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    if (!packed8_.empty()) return static_cast<size_t>((rows(*in[0]) + row_pad_) * 4 * kq_);
-    return static_cast<size_t>(rows(*in[0]) * 2 * kp_) * sizeof(int16_t);
+    return a_bytes(rows(*in[0])) + (dequantized_ ? static_cast<size_t>(rows(*in[0]) * n_) : 0);
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const int64_t m = rows(*in[0].shape);
     if (m == 0 || n_ == 0) return;
-    // A folded QAdd goes over each tile the kernel finished, while it is in cache.
+    // A folded QAdd or DequantizeLinear goes over each tile the kernel finished, while it is in cache; with the
+    // latter the kernel's bytes go to scratch, after A's rows.
     const void* other = after_ ? in[kQAddOther].data : nullptr;
     const int64_t ldo = after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
+    void* c = dequantized_ ? static_cast<uint8_t*>(rc.scratch()) + a_bytes(m) : out[0].data;
     const TileDone done = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
-      if (after_) after_.apply(rc, out[0].data, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
+      if (after_) after_.apply(rc, c, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
+      if (dequantized_) dequantized_.apply(rc, static_cast<const uint8_t*>(c), out[0].as<float>(), n_, m0, m1, j0, std::min(j1, n_));
     };
     if (!packed8_.empty()) {
-      run_u8s8(rc, m, in[0], out[0], done);
+      run_u8s8(rc, m, in[0], c, done);
       return;
     }
     if (packed_.empty()) throw Error("the integer GEMM's weights were never packed (prepare() not called)");
@@ -120,12 +124,12 @@ class QGemmImpl : public Op {
         else widen_row(in[0].as<int8_t>() + i * k_, k_, x_zero_, lda, row);
       }
     });
-    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), out[0].data, n_, ep_, after_ ? &done : nullptr);
+    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), c, n_, ep_, after_ || dequantized_ ? &done : nullptr);
   }
 
  private:
   // A as stored uint8 rows (int8 flipped to uint8 by xor 0x80), K padded to a multiple of 4.
-  void run_u8s8(const RunContext& rc, int64_t m, const TensorRef& x, const TensorOut& y, const TileDone& done) const {
+  void run_u8s8(const RunContext& rc, int64_t m, const TensorRef& x, void* c, const TileDone& done) const {
     uint8_t* a = static_cast<uint8_t*>(rc.scratch());
     const int64_t lda = 4 * kq_;
     const uint8_t* src = static_cast<const uint8_t*>(x.data);
@@ -145,7 +149,7 @@ class QGemmImpl : public Op {
     const double macs = static_cast<double>(m) * static_cast<double>(n_) * static_cast<double>(4 * kq_);
     // Small products: waking a pool thread costs about as much as 1.5 million VNNI multiply-adds.
     if (macs < 1.5e6 || m_tasks * p_tasks == 1) {
-      rc.kernels.qgemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      rc.kernels.qgemm_u8s8(0, m, 0, panels, n_, kq_, a, lda, packed8_.data(), comp_.data(), c, n_, ep_);
       done(0, m, 0, n_);
       return;
     }
@@ -153,12 +157,17 @@ class QGemmImpl : public Op {
       const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
       const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
       const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
-      rc.kernels.qgemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), y.data, n_, ep_);
+      rc.kernels.qgemm_u8s8(m0, m1, p0, p1, n_, kq_, a, lda, packed8_.data(), comp_.data(), c, n_, ep_);
       done(m0, m1, p0 * kernels::kQuadNR, p1 * kernels::kQuadNR);
     });
   }
 
   int64_t rows(const Shape& x) const { return k_ ? shape_numel(x) / k_ : 0; }
+  // Scratch for A as the kernel reads it (uint8 quads with the AMX tail rows, or int16 pairs), 64-aligned.
+  size_t a_bytes(int64_t m) const {
+    const size_t b = !packed8_.empty() ? static_cast<size_t>((m + row_pad_) * 4 * kq_) : static_cast<size_t>(m * 2 * kp_) * sizeof(int16_t);
+    return (b + 63) / 64 * 64;
+  }
   DType x_dtype_ = DType::kUint8;
   int32_t x_zero_ = 0;
   int64_t k_ = 0, n_ = 0, kp_ = 0, kq_ = 0;
@@ -170,6 +179,7 @@ class QGemmImpl : public Op {
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;
   QAddAfter after_;
+  DequantizeAfter dequantized_;
 };
 
 std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::make_unique<QGemmImpl>(n, g); }

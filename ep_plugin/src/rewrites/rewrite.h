@@ -62,6 +62,7 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // 
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
 size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx);                 // qadd_fold.cc
+size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx);            // dequantize_fold.cc
 size_t view_tokens_as_maps(Graph& g, RewriteContext& ctx);                   // token_grid.cc
 
 }  // namespace optim

@@ -1,0 +1,36 @@
+// A DequantizeLinear (and the bias Add after it) folded into the QGemm whose uint8 output it alone reads, by
+// rewrites/dequantize_fold.cc: transformers quantized MatMul-only leave QGemm -> DequantizeLinear -> Add(bias)
+// -> float ops. The QGemm quantizes its sums as before into a scratch tile, and each finished tile, while in
+// cache, is dequantized and the bias added into the float output: the operations of DequantizeLinear and Add in
+// their order (bytes equal to the three steps apart), without storing and reading the uint8 tensor and the
+// dequantized one.
+#pragma once
+
+#include "qgemm.h"
+
+namespace optim {
+
+// Inputs of a QGemm with a folded DequantizeLinear, after its own: the DequantizeLinear's scale and zero point,
+// then the bias Add's constant (absent: no Add). Attribute kDequantizedOutput marks the fold.
+enum DequantizeAfterInput : size_t { kDqScale = kQGemmInputCount, kDqZero, kDqBias, kDqAfterEnd };
+constexpr const char* kDequantizedOutput = "dequantized_output";
+
+class DequantizeAfter {
+ public:
+  DequantizeAfter() = default;
+  // Inactive when n has no folded DequantizeLinear; `columns`: the GEMM's N (the bias's length).
+  DequantizeAfter(const Node& n, const Graph& g, int64_t columns);
+  explicit operator bool() const { return active_; }
+  // Rows [m0, m1), columns [j0, j1) of the uint8 tile q (row stride ld) into y (float, the same stride):
+  // (q - zero) * scale, then + bias[j].
+  void apply(const RunContext& rc, const uint8_t* q, float* y, int64_t ld, int64_t m0, int64_t m1, int64_t j0,
+             int64_t j1) const;
+
+ private:
+  bool active_ = false;
+  float scale_ = 1.f;
+  int32_t zero_ = 0;
+  std::vector<float> bias_;
+};
+
+}  // namespace optim

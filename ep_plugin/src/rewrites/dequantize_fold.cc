@@ -1,0 +1,65 @@
+// Folds the DequantizeLinear that alone reads a QGemm's uint8 output, and the Add of a constant bias row that
+// alone reads that (transformers quantized MatMul-only: QGemm -> DequantizeLinear -> Add(bias) -> float ops),
+// into the QGemm (ops/dequantize_after.h): inputs kDqScale / kDqZero / kDqBias, attribute dequantized_output,
+// and the last folded node's float output as its own. Runs after the QAdd folds (a unit has one or the other).
+#include "rewrite.h"
+
+#include "../graph_matcher.h"
+#include "../ops/dequantize_after.h"
+
+namespace optim {
+
+namespace {
+
+// `value` as N float32 constants laid along the last dim ([N], [1, N], [1, 1, N]...), else null.
+const Tensor* bias_row(const Graph& g, const std::string& value, int64_t n) {
+  const Tensor* t = g.constant(value);
+  if (!t || t->dtype != DType::kFloat32 || t->shape.empty() || t->shape.back() != n || t->numel() != n) return nullptr;
+  return t;
+}
+
+}  // namespace
+
+size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
+  size_t folded = 0;
+  for (Node& unit : g.nodes) {
+    if (!is_internal_op(&unit, "QGemm") || unit.has_input(kQGemmInputCount) || unit.outputs.empty()) continue;
+    const ValueInfo* own = g.value(unit.outputs[0]);
+    const Node* dq = m.sole_reader(unit.outputs[0]);
+    if (!own || own->dtype != DType::kUint8 || !is_onnx_op(dq, "DequantizeLinear") || dq->inputs[0] != unit.outputs[0]) continue;
+    const Tensor* scale = g.constant(dq->inputs[1]);
+    const Tensor* zero = dq->has_input(2) ? g.constant(dq->inputs[2]) : nullptr;
+    if (!scale || scale->dtype != DType::kFloat32 || scale->numel() != 1 || (dq->has_input(2) && (!zero || zero->numel() != 1))) {
+      ctx.refuse("dequantize_fold", *dq, "it is not per tensor with constant scale and zero point");
+      continue;
+    }
+    const Tensor* w = g.constant(unit.inputs[kQGemmW]);
+    const int64_t n = w && w->shape.size() == 2 ? (unit.attr_i("transB", 0) ? w->shape[0] : w->shape[1]) : -1;
+    // The bias Add after it, when it alone reads the dequantized values and adds a constant row.
+    const Node* add = m.sole_reader(dq->outputs[0]);
+    std::string bias;
+    if (is_onnx_op(add, "Add") && add->inputs.size() == 2) {
+      const size_t other = add->inputs[0] == dq->outputs[0] ? 1 : 0;
+      if (add->inputs[1 - other] == dq->outputs[0] && bias_row(g, add->inputs[other], n)) bias = add->inputs[other];
+    }
+    unit.inputs.resize(kDqAfterEnd);
+    unit.inputs[kDqScale] = dq->inputs[1];
+    unit.inputs[kDqZero] = dq->has_input(2) ? dq->inputs[2] : "";
+    unit.inputs[kDqBias] = bias;
+    unit.set_attr_i(kDequantizedOutput, 1);
+    std::string label = dq->label();
+    unit.outputs[0] = dq->outputs[0];
+    m.kill(dq);
+    if (!bias.empty()) {
+      label += " + " + add->label();
+      unit.outputs[0] = add->outputs[0];
+      m.kill(add);
+    }
+    unit.set_attr_s("fused", unit.has_attr("fused") ? unit.attr_s("fused", "") + " + " + label : label);
+    ++folded;
+  }
+  return commit_folds(g, m, folded);
+}
+
+}  // namespace optim
