@@ -1,5 +1,7 @@
 #include "ir.h"
 
+#include <cstring>
+
 #include <map>
 #include <queue>
 #include <set>
@@ -79,6 +81,23 @@ int64_t shape_numel(const Shape& s) {
     n *= d;
   }
   return n;
+}
+
+Tensor Tensor::of_int64(const std::vector<int64_t>& values) {
+  Tensor t;
+  t.dtype = DType::kInt64;
+  t.shape = {static_cast<int64_t>(values.size())};
+  t.bytes.resize(values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+
+std::string Graph::add_constant(const std::string& base, Tensor t) {
+  std::string name = base;
+  for (int k = 1; values.count(name) || constants.count(name); ++k) name = base + "_" + std::to_string(k);
+  values[name] = ValueInfo{name, t.dtype, true, t.shape, true};
+  constants[name] = std::move(t);
+  return name;
 }
 
 std::vector<int64_t> Tensor::as_int64() const {

@@ -44,6 +44,8 @@ struct Tensor {
   const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
   // The elements as int64 whatever the integer dtype; throws for non-integer tensors.
   std::vector<int64_t> as_int64() const;
+  // A 1-D int64 tensor of `values` (shapes, axes).
+  static Tensor of_int64(const std::vector<int64_t>& values);
 };
 
 struct Attr {
@@ -95,6 +97,8 @@ struct Graph {
 
   const ValueInfo* value(const std::string& n) const;
   const Tensor* constant(const std::string& n) const;
+  // Adds `t` as a constant under `base`, or base_1, base_2... when that names a value already; returns the name.
+  std::string add_constant(const std::string& base, Tensor t);
 };
 
 // Node indices in a topological order (producers first). Throws Error on a cycle.

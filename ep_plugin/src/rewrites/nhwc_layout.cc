@@ -478,7 +478,6 @@ class Rewriter {
     const size_t r = rank(n.inputs[0]);
     if (src.empty() || r < 3) return false;
     const int64_t rr = static_cast<int64_t>(r);
-    std::string axes_name;
     std::vector<int64_t> axes;
     if (n.has_input(1)) {
       const Tensor* t = g_.constant(n.inputs[1]);
@@ -510,15 +509,7 @@ class Rewriter {
       return true;
     }
     if (n.has_input(1)) {
-      Tensor t;
-      t.dtype = DType::kInt64;
-      t.shape = {static_cast<int64_t>(axes.size())};
-      t.bytes.resize(axes.size() * sizeof(int64_t));
-      std::memcpy(t.bytes.data(), axes.data(), t.bytes.size());
-      axes_name = fresh(n.inputs[1] + "/nhwc");
-      g_.constants[axes_name] = t;
-      g_.values[axes_name] = ValueInfo{axes_name, DType::kInt64, true, t.shape, true};
-      n.inputs[1] = axes_name;
+      n.inputs[1] = g_.add_constant(n.inputs[1] + "/nhwc", Tensor::of_int64(axes));
     } else if (n.has_attr("axes")) {
       n.attrs["axes"].ints = axes;
     }

@@ -190,13 +190,11 @@ size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx) {
       ctx.refuse("qdq_lookup_tables", q, std::string("its region could not be evaluated: ") + e.what());
       continue;  // the region stays as it is: its ops run as written
     }
-    const std::string table_name = q.outputs[0] + "/lut";
     Tensor t;
     t.dtype = DType::kUint8;
     t.shape = {256};
-    t.bytes = table;
-    g.constants[table_name] = std::move(t);
-    g.values[table_name] = ValueInfo{table_name, DType::kUint8, true, {256}, true};
+    t.bytes = std::move(table);
+    const std::string table_name = g.add_constant(q.outputs[0] + "/lut", std::move(t));
     Node lut;
     lut.name = q.name;
     lut.op = "QLut";

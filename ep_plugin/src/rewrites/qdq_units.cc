@@ -115,15 +115,12 @@ size_t fuse_qdq_units(Graph& g, RewriteContext& ctx) {
     q.inputs[kQGemmWScale] = dw->inputs[1];
     q.inputs[kQGemmWZero] = dw->has_input(2) ? dw->inputs[2] : "";
     if (!bias.empty()) {
-      const std::string bias_name = mm.name + "/optim_bias_f32";
       Tensor bt;
       bt.dtype = DType::kFloat32;
       bt.shape = {static_cast<int64_t>(bias.size())};
       bt.bytes.resize(bias.size() * sizeof(float));
       std::copy(bias.begin(), bias.end(), reinterpret_cast<float*>(bt.bytes.data()));
-      g.constants[bias_name] = std::move(bt);
-      g.values[bias_name] = ValueInfo{bias_name, DType::kFloat32, true, {static_cast<int64_t>(bias.size())}, true};
-      q.inputs[kQGemmBias] = bias_name;
+      q.inputs[kQGemmBias] = g.add_constant(mm.name + "/optim_bias_f32", std::move(bt));
     }
     q.inputs[kQGemmYScale] = next->inputs[1];
     q.inputs[kQGemmYZero] = next->has_input(2) ? next->inputs[2] : "";

@@ -7,8 +7,6 @@
 // no data moved. Runs after channels_last (whose layout changes it reads) and before the folds after it.
 #include "rewrite.h"
 
-#include <cstring>
-
 #include "../graph_matcher.h"
 
 namespace optim {
@@ -31,23 +29,13 @@ Shape known_tail(const Graph& g, const std::string& v, size_t rank) {
 
 // A Reshape of `x` to [0, dims...] (0: the batch, copied) producing `out`, with its constant shape.
 Node view(Graph& g, const std::string& x, const std::string& out, const Shape& dims) {
-  std::string shape_name = out + "/view_shape";
-  for (int k = 1; g.values.count(shape_name) || g.constants.count(shape_name); ++k)
-    shape_name = out + "/view_shape_" + std::to_string(k);
-  Tensor t;
-  t.dtype = DType::kInt64;
-  t.shape = {static_cast<int64_t>(dims.size() + 1)};
   std::vector<int64_t> values = {0};
   values.insert(values.end(), dims.begin(), dims.end());
-  t.bytes.resize(values.size() * sizeof(int64_t));
-  std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
-  g.values[shape_name] = ValueInfo{shape_name, DType::kInt64, true, t.shape, true};
-  g.constants[shape_name] = std::move(t);
   Node r;
   r.name = out + "/view";
   r.op = "Reshape";
   r.since_version = 14;
-  r.inputs = {x, shape_name};
+  r.inputs = {x, g.add_constant(out + "/view_shape", Tensor::of_int64(values))};
   r.outputs = {out};
   return r;
 }
