@@ -30,11 +30,11 @@ def _model(rows: int, k: int, n: int, *, bias: str = "row", keep_unit_output: bo
     if bias == "none":
         nodes[-1].output[0] = "y"
     else:
-        inits["b"] = rng.standard_normal([n] if bias == "row" else [1, 1, n]).astype(np.float32)
+        inits["b"] = rng.standard_normal({"row4": [1, 1, 1, n], "row3": [1, 1, n]}.get(bias, [n])).astype(np.float32)
         nodes.append(N("Add", ["b", "ud"] if bias == "row_first" else ["ud", "b"], ["y"], name="bias_add"))
     if bias == "row_first":
         inits["b"] = inits["b"].reshape(n)
-    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, rows, n])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, rows, n] if bias == "row4" else [2, rows, n])]
     if keep_unit_output:
         outputs.append(helper.make_tensor_value_info("uq", TensorProto.UINT8, [2, rows, n]))
     graph = helper.make_graph(nodes, "dq_fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, rows, k])], outputs,
@@ -82,3 +82,15 @@ def test_a_dequantization_read_by_several_nodes_stays_apart():
     got = sess.run(None, feeds)
     ref = run_cpu(m.SerializeToString(), feeds)
     assert np.abs(got[0] - ref[0]).max() <= Y_SCALE * 1.0001
+
+
+def test_a_bias_that_adds_a_dim_keeps_its_add():
+    # [1, 1, 1, N] against the [2, rows, N] product broadcasts to 4-D: the Add changes the shape, so only the
+    # DequantizeLinear folds and the Add runs after it.
+    model, feeds = _model(rows=9, k=40, n=24, bias="row4")
+    sess = session(model, fallback=False)
+    steps = [s for ss in placement(sess).compiled.values() for s in ss]
+    assert "QGemm 'unit' + DequantizeLinear 'dq'" in steps and "Add 'bias_add'" in steps, steps
+    got = sess.run(None, feeds)[0]
+    assert got.shape == (1, 2, 9, 24)
+    assert np.abs(got - run_cpu(model, feeds)[0]).max() <= Y_SCALE * 1.0001

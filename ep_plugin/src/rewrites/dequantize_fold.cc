@@ -9,17 +9,6 @@
 
 namespace optim {
 
-namespace {
-
-// `value` as N float32 constants laid along the last dim ([N], [1, N], [1, 1, N]...), else null.
-const Tensor* bias_row(const Graph& g, const std::string& value, int64_t n) {
-  const Tensor* t = g.constant(value);
-  if (!t || t->dtype != DType::kFloat32 || t->shape.empty() || t->shape.back() != n || t->numel() != n) return nullptr;
-  return t;
-}
-
-}  // namespace
-
 size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
@@ -38,11 +27,8 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
     const int64_t n = w && w->shape.size() == 2 ? (unit.attr_i("transB", 0) ? w->shape[0] : w->shape[1]) : -1;
     // The bias Add after it, when it alone reads the dequantized values and adds a constant row.
     const Node* add = m.sole_reader(dq->outputs[0]);
-    std::string bias;
-    if (is_onnx_op(add, "Add") && add->inputs.size() == 2) {
-      const size_t other = add->inputs[0] == dq->outputs[0] ? 1 : 0;
-      if (add->inputs[1 - other] == dq->outputs[0] && bias_row(g, add->inputs[other], n)) bias = add->inputs[other];
-    }
+    const size_t rank = own->has_shape ? own->shape.size() : 0;
+    const std::string bias = is_onnx_op(add, "Add") ? column_bias(g, *add, dq->outputs[0], n, rank) : "";
     unit.inputs.resize(kDqAfterEnd);
     unit.inputs[kDqScale] = dq->inputs[1];
     unit.inputs[kDqZero] = dq->has_input(2) ? dq->inputs[2] : "";

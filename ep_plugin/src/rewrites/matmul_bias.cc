@@ -8,10 +8,6 @@
 
 namespace optim {
 
-namespace {
-
-// The name of `add`'s bias operand (the one that is not `x`) when it is a float32 constant of n values along
-// the last axis only, with rank at most `rank` (0: A's rank unknown, then only [N]); else empty.
 std::string column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank) {
   if (add.inputs.size() != 2 || (add.inputs[0] == x) == (add.inputs[1] == x)) return "";
   const std::string& name = add.inputs[0] == x ? add.inputs[1] : add.inputs[0];
@@ -19,8 +15,6 @@ std::string column_bias(const Graph& g, const Node& add, const std::string& x, i
   if (!b || b->dtype != DType::kFloat32 || b->shape.empty() || b->shape.back() != n || b->numel() != n) return "";
   return b->shape.size() == 1 || b->shape.size() <= rank ? name : "";
 }
-
-}  // namespace
 
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);

@@ -32,6 +32,11 @@ struct RewriteContext {
 // Whether n is one of OptimEP's own ops of that type (domain optim.internal: units, channels-last forms).
 inline bool is_internal_op(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
 
+// The name of `add`'s bias operand (the one that is not `x`) when it is a float32 constant of n values along
+// the last axis only, with rank at most `rank` (0: the output's rank unknown, then only [N]), so the Add keeps
+// x's shape; else empty. (matmul_bias.cc; dequantize_fold.cc uses it too.)
+std::string column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank);
+
 using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
 
 struct Rewrite {
