@@ -142,6 +142,13 @@ void Node::set_attr_i(const std::string& n, int64_t v) {
   attrs[n] = a;
 }
 
+void Node::set_attr_ints(const std::string& n, const std::vector<int64_t>& v) {
+  Attr a;
+  a.type = ORT_OP_ATTR_INTS;
+  a.ints = v;
+  attrs[n] = a;
+}
+
 void Node::set_attr_s(const std::string& n, const std::string& v) {
   Attr a;
   a.type = ORT_OP_ATTR_STRING;

@@ -80,6 +80,7 @@ struct Node {
   void set_attr_f(const std::string& n, float v);
   void set_attr_i(const std::string& n, int64_t v);
   void set_attr_s(const std::string& n, const std::string& v);
+  void set_attr_ints(const std::string& n, const std::vector<int64_t>& v);
   // A tensor attribute, or nullptr when the node has none of that name.
   const Tensor* attr_tensor(const std::string& n) const;
   // "Conv 'conv1'" for error messages.

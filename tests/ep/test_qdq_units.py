@@ -305,9 +305,12 @@ def test_qdq_add_runs_quantized_and_equals_onnx_exactly(cid, isa):
 MUL_CASES = {
     **{k: v for k, v in ADD_CASES.items() if not k.startswith("broadcast_leading")},
     # A squeeze-excite scale: per image and channel, over every pixel (NCHW: broadcast copy), and the same
-    # channels last (rows of channels, one kernel call per row), with the whole side second too.
+    # channels last (rows of channels; the rows of one image read one scale row, tiled into one kernel call), with
+    # the whole side second too; a large one: several calls per image, threads splitting an image.
     "squeeze_excite": dict(a_shape=[2, 24, 7, 9], b_shape=[2, 24, 1, 1], a_type="u8", b_type="u8", y_type="u8", relu=False),
     "squeeze_excite_nhwc": dict(a_shape=[2, 5, 6, 24], b_shape=[2, 1, 1, 24], a_type="u8", b_type="s8", y_type="u8", relu=False),
+    "squeeze_excite_nhwc_large": dict(a_shape=[3, 24, 23, 32], b_shape=[3, 1, 1, 32], a_type="u8", b_type="u8", y_type="u8",
+                                      relu=True),
     "rows_repeat_first": dict(a_shape=[1, 1, 40], b_shape=[3, 4, 40], a_type="s8", b_type="u8", y_type="s8", relu=True),
 }
 

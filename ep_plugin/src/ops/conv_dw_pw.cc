@@ -10,11 +10,8 @@ namespace optim {
 
 namespace {
 
-constexpr int64_t kSlots = 16;              // scratch slots: the most threads one pass uses
 constexpr int64_t kTileBytes = 128 << 10;   // a depthwise tile: in L2 beside the pointwise weights
-constexpr int64_t kBandBytes = 256 << 10;   // a band's expanded rows and depthwise tile, together
 const int64_t kNoOffset = 0;                // the one tap of a 1x1 convolution's rows
-constexpr int64_t kMinItems = 4;            // runs of bands per call at least (threads share them)
 
 }  // namespace
 
@@ -97,23 +94,10 @@ void DepthwiseStage::prepare() {
 }
 
 DepthwiseStage::Bands DepthwiseStage::bands(const NhwcConvLayout& l) const {
-  auto in_rows = [&](int64_t r) { return (r - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
-  auto floats = [&](int64_t r) { return (in_rows(r) * l.w + r * l.ow) * cg_.cout; };
   Bands b;
-  while (b.rows < l.oh && floats(b.rows + 1) * static_cast<int64_t>(sizeof(float)) <= kBandBytes) ++b.rows;
-  b.count = (l.oh + b.rows - 1) / b.rows;
-  // An item is a run of consecutive bands of one image: the input rows a band shares with the one before are
-  // moved up in its buffer, not made again. Runs short enough for every thread to get some at batch 1, but each
-  // run after the first expands the rows it shares with the one before again: fewer runs (at least two) where
-  // that would pass a quarter of the image's rows (a 5x5 stride-2 depthwise over 14 rows: 3 rows per run).
-  b.runs = std::clamp<int64_t>((kMinItems + l.n - 1) / l.n, 1, b.count);
-  const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
-  while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) --b.runs;
-  b.per_run = (b.count + b.runs - 1) / b.runs;
-  b.items = l.n * b.runs;
-  b.slots = std::clamp<int64_t>(b.items, 1, kSlots);
-  b.tile_offset = (std::min(l.h, in_rows(b.rows)) * l.w * cg_.cout + 15) / 16 * 16;
-  b.slot_floats = b.tile_offset + b.rows * l.ow * cg_.cout;
+  b.plan = plan_depthwise_bands(l, cg_.cout * static_cast<int64_t>(sizeof(float)), cg_.cout * static_cast<int64_t>(sizeof(float)));
+  b.tile_offset = (b.plan.in_rows * l.w * cg_.cout + 15) / 16 * 16;
+  b.slot_floats = b.tile_offset + b.plan.rows * l.ow * cg_.cout;
   return b;
 }
 
@@ -124,12 +108,12 @@ int64_t DepthwiseStage::tile_pixels() const {
 size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
   if (ex_) {
     const Bands b = bands(NhwcConvLayout(cg_, depthwise_input_shape(x)));
-    return static_cast<size_t>(b.slots * b.slot_floats) * sizeof(float);
+    return static_cast<size_t>(b.plan.slots * b.slot_floats) * sizeof(float);
   }
   const Shape y = output_shape(x);
   const int64_t pixels = shape_numel(y) / std::max<int64_t>(cg_.cout, 1);
   const int64_t tiles = (pixels + tile_pixels() - 1) / tile_pixels();
-  return static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kSlots) * tile_pixels() * cg_.cout) * sizeof(float);
+  return static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kBandSlots) * tile_pixels() * cg_.cout) * sizeof(float);
 }
 
 void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
@@ -147,7 +131,7 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
   a.ep.bias = bias_.empty() ? nullptr : bias_.data();
   if (ex_) return run_bands(rc, l, x, scratch, a, pointwise);
   std::atomic<int64_t> next{0};
-  rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kSlots)), [&](size_t slot) {
+  rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kBandSlots)), [&](size_t slot) {
     float* tile = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * per * cg_.cout;
     kernels::DwconvF32Args mine = a;
     for (int64_t t; (t = next.fetch_add(1)) < tiles;) {
@@ -163,7 +147,8 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
 void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                                const kernels::DwconvF32Args& a,
                                const std::function<void(const float*, int64_t, int64_t)>& pointwise) const {
-  const Bands plan = bands(l);
+  const Bands b = bands(l);
+  const DepthwiseBands& plan = b.plan;
   const int64_t c = cg_.cout, rows = plan.rows;
   kernels::ConvGemmF32Args e;  // the expansion: a plain GEMM over the band's input pixels
   e.w = ex_->packed.data();
@@ -174,27 +159,21 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
   const int64_t panels = (c + 15) / 16;
   std::atomic<int64_t> next{0};
   rc.parallel_for(static_cast<size_t>(plan.slots), [&](size_t slot) {
-    float* band = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * plan.slot_floats;
+    float* band = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * b.slot_floats;
     kernels::ConvGemmF32Args mine_e = e;
     kernels::DwconvF32Args mine = a;
-    float* tile = band + plan.tile_offset;
-    int64_t have0 = 0, have1 = 0;  // the input rows the band buffer holds
+    float* tile = band + b.tile_offset;
+    BandRows held;
     auto one_band = [&](int64_t img, int64_t band_index) {
       const int64_t oy0 = band_index * rows, oy1 = std::min(l.oh, oy0 + rows);
-      // The input rows these output rows read (inside the image): those the last band made moved up, the
-      // rest expanded after them.
-      const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
-      const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
-      const int64_t kept = std::max<int64_t>(0, std::min(have1, r1) - std::max(have0, r0));
-      if (kept > 0 && r0 > have0)
-        std::memmove(band, band + (r0 - have0) * l.w * c, static_cast<size_t>(kept * l.w * c) * sizeof(float));
-      const int64_t fresh0 = r0 + kept, fresh = (r1 - fresh0) * l.w;
+      // The input rows these output rows read: those the last band made moved up, the rest expanded after them.
+      const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
+      const int64_t fresh0 = held.keep(band, l.w * c, r0, r1), fresh = (r1 - fresh0) * l.w;
       if (fresh > 0) {
         mine_e.a = {x + (img * l.h + fresh0) * l.w * ex_->cin, fresh, fresh, 0, 1, 1, fresh, ex_->cin, 1, ex_->cin, &kNoOffset};
         mine_e.c = band + (fresh0 - r0) * l.w * c;
         rc.kernels.conv_gemm_f32(0, fresh, 0, panels, mine_e);
       }
-      have0 = r0, have1 = r1;
       // The band as an image of its own rows: a row above it is padding to the kernel, as is the image's.
       mine.g.h = r1 - r0;
       mine.g.ph = l.ph + r0;
@@ -206,8 +185,8 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
     };
     for (int64_t item; (item = next.fetch_add(1)) < plan.items;) {
       const int64_t img = item / plan.runs, b0 = item % plan.runs * plan.per_run;
-      have0 = have1 = 0;
-      for (int64_t b = b0; b < std::min(plan.count, b0 + plan.per_run); ++b) one_band(img, b);
+      held = BandRows{};
+      for (int64_t bi = b0; bi < std::min(plan.count, b0 + plan.per_run); ++bi) one_band(img, bi);
     }
   });
 }

@@ -12,6 +12,7 @@
 
 #include "../aligned_vector.h"
 #include "conv_nhwc.h"
+#include "depthwise_bands.h"
 
 namespace optim {
 
@@ -50,13 +51,11 @@ class DepthwiseStage {
   };
   int64_t tile_pixels() const;
   Shape depthwise_input_shape(const Shape& x) const;
-  // How the bands of output rows (with the expansion) are cut and shared out, for one input shape.
+  // How the bands of output rows (with the expansion) are cut and shared out (depthwise_bands.h), and where
+  // a slot's depthwise tile lies, after the band's expanded rows (floats).
   struct Bands {
-    int64_t rows = 1, count = 1;          // output rows per band, bands per image
-    int64_t runs = 1, per_run = 1;        // runs of consecutive bands per image, bands per run
-    int64_t items = 1, slots = 1;         // runs in all, scratch slots
-    int64_t tile_offset = 0;              // a slot's depthwise tile, after the band's expanded rows (floats)
-    int64_t slot_floats = 0;              // one slot: the band's expanded rows and its depthwise tile
+    DepthwiseBands plan;
+    int64_t tile_offset = 0, slot_floats = 0;
   };
   Bands bands(const NhwcConvLayout& l) const;
   void run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,

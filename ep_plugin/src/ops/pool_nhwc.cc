@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "qgemm.h"
 #include "spatial.h"
 
 namespace optim {
@@ -174,11 +175,69 @@ class NhwcGlobalPoolImpl : public Op {
   PoolKind kind_;
 };
 
+// GlobalAveragePool of a DequantizeLinear's output with the DequantizeLinear folded in (rewrites/
+// dequantize_pool.cc; inputs 1 and 2: its scale and zero point): each channel's bytes summed exactly in int32,
+// then scale * (sum / area - zero), instead of the float copy of the whole map that pool would read (a
+// squeeze-excite's pool reads the expanded map of every block).
+class NhwcQGlobalAveragePoolImpl : public Op {
+ public:
+  NhwcQGlobalAveragePoolImpl(const Node& n, const Graph& g)
+      : scale_(float_scalar(g, n.inputs[1], "the pooled DequantizeLinear's scale")),
+        zero_(zero_point(g, n.has_input(2) ? n.inputs[2] : "")) {
+    const ValueInfo* x = g.value(n.inputs[0]);
+    if (!x || (x->dtype != DType::kUint8 && x->dtype != DType::kInt8)) throw Error(n.label() + ": x is not uint8/int8");
+    signed_ = x->dtype == DType::kInt8;
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {global_pool_shape(*in[0], true)}; }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const Shape& xs = *in[0].shape;
+    const int64_t images = xs[0], c = xs.back();
+    if (images * c == 0) return;
+    const int64_t area = in[0].numel() / (images * c);
+    float* y = out[0].as<float>();
+    if (area == 0) {
+      std::fill(y, y + images * c, std::numeric_limits<float>::quiet_NaN());
+      return;
+    }
+    // Images over the pool; int32 sums hold 2^23 pixels of 255 (checked: larger maps sum in int64 chunks).
+    constexpr int64_t kPixelsPerChunk = int64_t{1} << 23;
+    rc.parallel_for(static_cast<size_t>(images), [&](size_t img) {
+      std::vector<int32_t> part(static_cast<size_t>(c));
+      std::vector<int64_t> sum(static_cast<size_t>(c), 0);
+      for (int64_t p0 = 0; p0 < area; p0 += kPixelsPerChunk) {
+        std::fill(part.begin(), part.end(), 0);
+        const int64_t p1 = std::min(area, p0 + kPixelsPerChunk);
+        if (signed_) add_rows(in[0].as<int8_t>() + (static_cast<int64_t>(img) * area + p0) * c, p1 - p0, c, part.data());
+        else add_rows(in[0].as<uint8_t>() + (static_cast<int64_t>(img) * area + p0) * c, p1 - p0, c, part.data());
+        for (int64_t j = 0; j < c; ++j) sum[static_cast<size_t>(j)] += part[static_cast<size_t>(j)];
+      }
+      for (int64_t j = 0; j < c; ++j)
+        y[static_cast<int64_t>(img) * c + j] =
+            static_cast<float>((static_cast<double>(sum[static_cast<size_t>(j)]) / static_cast<double>(area) - zero_) * scale_);
+    });
+  }
+
+ private:
+  template <typename T>
+  static void add_rows(const T* __restrict x, int64_t rows, int64_t c, int32_t* __restrict sum) {
+    for (int64_t p = 0; p < rows; ++p, x += c)
+      for (int64_t j = 0; j < c; ++j) sum[j] += x[j];
+  }
+  float scale_;
+  int32_t zero_;
+  bool signed_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<Op> create_nhwc_maxpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, PoolKind::kMax); }
 std::unique_ptr<Op> create_nhwc_avgpool(const Node& n, const Graph&) { return std::make_unique<NhwcPoolImpl>(n, PoolKind::kAverage); }
-std::unique_ptr<Op> create_nhwc_gap(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(PoolKind::kAverage); }
+std::unique_ptr<Op> create_nhwc_gap(const Node& n, const Graph& g) {
+  if (n.has_input(1)) return std::make_unique<NhwcQGlobalAveragePoolImpl>(n, g);
+  return std::make_unique<NhwcGlobalPoolImpl>(PoolKind::kAverage);
+}
 std::unique_ptr<Op> create_nhwc_gmp(const Node&, const Graph&) { return std::make_unique<NhwcGlobalPoolImpl>(PoolKind::kMax); }
 
 }  // namespace optim

@@ -10,19 +10,6 @@
 namespace optim {
 namespace {
 
-float float_const(const Graph& g, const std::string& name) {
-  const Tensor* t = g.constant(name);
-  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error("'" + name + "' is not a float32 scalar constant");
-  return t->data<float>()[0];
-}
-
-int32_t zero_const(const Graph& g, const std::string& name) {
-  if (name.empty()) return 0;
-  const Tensor* t = g.constant(name);
-  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
-  return t->dtype == DType::kUint8 ? t->data<uint8_t>()[0] : t->data<int8_t>()[0];
-}
-
 bool is_u8(const Graph& g, const std::string& v) {
   const ValueInfo* vi = g.value(v);
   return !vi || vi->dtype == DType::kUint8;
@@ -99,7 +86,8 @@ class QBinaryImpl : public Op {
 
  private:
   // One side whole and the other repeating along leading dims over rows of at least 16 values (a
-  // squeeze-excite scale [N, 1, 1, C] over an NHWC [N, H, W, C]): one kernel call per row, no broadcast copy.
+  // squeeze-excite scale [N, 1, 1, C] over an NHWC [N, H, W, C]): no broadcast copy of the whole tensor.
+  static constexpr int64_t kTiledBytes = 4096;
   struct Rows {
     int64_t len = 0;  // values per row (the trailing dims both sides share); 0: not this case
     size_t lead = 0;  // the leading dims the rows are indexed by
@@ -135,15 +123,32 @@ class QBinaryImpl : public Op {
       std::swap(p.za, p.zb);
       std::swap(a, b);
     }
+    // Consecutive rows that read the same repeating row (a squeeze-excite scale over one image's H x W pixels):
+    // that row copied `tiled` times goes to the kernel as one operand of `tiled` rows, so short rows (C = 32)
+    // are not one kernel call each.
+    int64_t same = 1;
+    for (size_t i = d; i-- > 0 && stride[i] == 0;) same *= ys[i];
+    const int64_t tiled = std::clamp<int64_t>(kTiledBytes / row, 1, same);
     uint8_t* y = static_cast<uint8_t*>(out.data);
     parallel_rows(rc, shape_numel(ys) / row, row, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
+      std::vector<uint8_t> copies(tiled > 1 ? static_cast<size_t>(tiled * row) : 0);
+      int64_t copied_at = -1;  // the repeating row `copies` holds
+      for (int64_t r = r0; r < r1;) {
         int64_t rest = r, at = 0;
         for (size_t i = d; i-- > 0;) {
           at += rest % ys[i] * stride[i];
           rest /= ys[i];
         }
-        rc.kernels.qbinary(a + r * row, b + at * row, p, y + r * row, row);
+        const int64_t n = std::min({r1 - r, tiled, same - r % same});  // rows reading that same row
+        const uint8_t* other = b + at * row;
+        if (n > 1) {
+          if (copied_at != at)
+            for (int64_t k = 0; k < tiled; ++k) std::copy(other, other + row, copies.data() + k * row);
+          copied_at = at;
+          other = copies.data();
+        }
+        rc.kernels.qbinary(a + r * row, other, p, y + r * row, n * row);
+        r += n;
       }
     });
     return true;
@@ -160,12 +165,12 @@ kernels::QBinaryParams read_qbinary_params(const Node& n, const Graph& g, const 
   p.a_u8 = a_u8;
   p.b_u8 = b_u8;
   p.y_u8 = y_u8;
-  p.sa = float_const(g, n.inputs[at[0]]);
-  p.za = zero_const(g, n.inputs[at[1]]);
-  p.sb = float_const(g, n.inputs[at[2]]);
-  p.zb = zero_const(g, n.inputs[at[3]]);
-  p.sy = float_const(g, n.inputs[at[4]]);
-  p.zy = zero_const(g, n.inputs[at[5]]);
+  p.sa = float_scalar(g, n.inputs[at[0]], "a scale");
+  p.za = zero_point(g, n.inputs[at[1]]);
+  p.sb = float_scalar(g, n.inputs[at[2]], "b scale");
+  p.zb = zero_point(g, n.inputs[at[3]]);
+  p.sy = float_scalar(g, n.inputs[at[4]], "y scale");
+  p.zy = zero_point(g, n.inputs[at[5]]);
   p.qmin = p.y_u8 ? 0 : -128;
   p.qmax = p.y_u8 ? 255 : 127;
   if (n.attr_i(relu_attr, 0)) p.qmin = std::max(p.qmin, p.zy);

@@ -16,10 +16,6 @@
 namespace optim {
 namespace {
 
-int32_t int_at(const Tensor& t, int64_t i) {
-  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
-}
-
 class QConvImpl : public Op {
  public:
   QConvImpl(const Node& n, const Graph& g) {
@@ -35,7 +31,7 @@ class QConvImpl : public Op {
     a_.assign(static_cast<size_t>(cg_.cout * 2 * kp_), 0);
     for (int64_t co = 0; co < cg_.cout; ++co)
       for (int64_t kk = 0; kk < k; ++kk)
-        a_[static_cast<size_t>(co * 2 * kp_ + kk)] = static_cast<int16_t>(int_at(*w, co * k + kk) - qp.w_zero(co));
+        a_[static_cast<size_t>(co * 2 * kp_ + kk)] = static_cast<int16_t>(int8_at(*w, co * k + kk) - qp.w_zero(co));
     scale_.resize(static_cast<size_t>(cg_.cout));
     for (int64_t co = 0; co < cg_.cout; ++co) scale_[co] = qp.out_scale(co);
     bias_ = qp.bias(cg_.cout);

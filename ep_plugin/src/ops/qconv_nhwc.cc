@@ -1,277 +1,301 @@
-// NhwcQConv: the integer QDQ convolution unit (qconv.cc's QConv) on channels-last tensors (conv_nhwc.h),
-// built by the layout rewrite. Three forms, each exact in its sums and requantized per output channel:
-// - u8 x s8 quads (conv_gemm_u8s8, AVX-512 VNNI) when the table has them and the weights fit int8: the
-//   input is read where it lies (uint8, no padding read, channels a multiple of 4) or copied as uint8
-//   (int8 inputs flipped by +128) with the zero point as padding; the zero point is compensated per column;
-// - int16 pairs (conv_gemm_s16) otherwise: the input copied as int16 minus its zero point, padding 0;
-// - depthwise (dwconv_q8): summed in float32, exact while every partial sum stays below 2^24, which the
-//   weights are checked for here (else the dense forms run it).
+// NhwcQConv (qconv_nhwc.h): the integer channels-last convolution unit.
 #include <cmath>
 
-#include "../aligned_vector.h"
-#include "conv_nhwc.h"
-#include "qadd_after.h"
-#include "qgemm.h"
+#include "qconv_nhwc.h"
+
+#include "qconv_block.h"
 
 namespace optim {
-namespace {
 
-int32_t int_at(const Tensor& t, int64_t i) {
-  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
+NhwcQConv::NhwcQConv(const Node& n, const Graph& g) {
+  const Tensor* w = g.constant(n.inputs[kQGemmW]);
+  if (!w) throw Error("weights are not a constant");
+  cg_ = ConvGeometry(n, w->shape);
+  const QuantParams qp = read_quant_params(n, g);
+  x_dtype_ = qp.x_dtype;
+  x_zero_ = qp.x_zero;
+  const int64_t k = cg_.k_dim();
+  wide_.resize(static_cast<size_t>(cg_.cout * k));
+  for (int64_t co = 0; co < cg_.cout; ++co)
+    for (int64_t kk = 0; kk < k; ++kk)
+      wide_[static_cast<size_t>(co * k + kk)] = static_cast<int16_t>(int8_at(*w, co * k + kk) - qp.w_zero(co));
+  scale_.resize(static_cast<size_t>(cg_.cout));
+  for (int64_t co = 0; co < cg_.cout; ++co) scale_[static_cast<size_t>(co)] = qp.out_scale(co);
+  bias_ = qp.bias(cg_.cout);
+  ep_ = qp.epilogue;
+  ep_.scale_col = nullptr;  // set per group at run time
+  after_ = QAddAfter(n, g);
+  lut_ = LutAfter(n, ep_.out == kernels::QuantOut::kInt8);
 }
 
-// A folded QAdd's other operand (qadd_after.h): its bytes and row stride (0: one row for every pixel).
-struct Other {
-  const uint8_t* base = nullptr;
-  int64_t ldo = 0;
-  // The operand's rows for the output block that starts `offset` bytes into the output.
-  const uint8_t* at(int64_t offset) const { return ldo ? base + offset : base; }
-};
-
-class NhwcQConvImpl : public Op {
- public:
-  NhwcQConvImpl(const Node& n, const Graph& g) {
-    const Tensor* w = g.constant(n.inputs[kQGemmW]);
-    if (!w) throw Error("weights are not a constant");
-    cg_ = ConvGeometry(n, w->shape);
-    const QuantParams qp = read_quant_params(n, g);
-    x_dtype_ = qp.x_dtype;
-    x_zero_ = qp.x_zero;
-    const int64_t k = cg_.k_dim();
-    wide_.resize(static_cast<size_t>(cg_.cout * k));
-    for (int64_t co = 0; co < cg_.cout; ++co)
-      for (int64_t kk = 0; kk < k; ++kk)
-        wide_[static_cast<size_t>(co * k + kk)] = static_cast<int16_t>(int_at(*w, co * k + kk) - qp.w_zero(co));
-    scale_.resize(static_cast<size_t>(cg_.cout));
-    for (int64_t co = 0; co < cg_.cout; ++co) scale_[static_cast<size_t>(co)] = qp.out_scale(co);
-    bias_ = qp.bias(cg_.cout);
-    ep_ = qp.epilogue;
-    ep_.scale_col = nullptr;  // set per group at run time
-    after_ = QAddAfter(n, g);
+void NhwcQConv::prepare(const kernels::KernelTable& kt) {
+  const int64_t taps = cg_.k_dim() / cg_.cin_g, cout_g = cg_.cout / cg_.group;
+  depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
+  if (depthwise_) {
+    dw_.resize(static_cast<size_t>(taps * cg_.cout));
+    for (int64_t c = 0; c < cg_.cout; ++c)
+      for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = wide_[static_cast<size_t>(c * taps + t)];
+    return;
   }
-
-  void prepare(const kernels::KernelTable& kt) override {
-    const int64_t taps = cg_.k_dim() / cg_.cin_g, cout_g = cg_.cout / cg_.group;
-    depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
-    if (depthwise_) {
-      dw_.resize(static_cast<size_t>(taps * cg_.cout));
-      for (int64_t c = 0; c < cg_.cout; ++c)
-        for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = wide_[static_cast<size_t>(c * taps + t)];
-      return;
+  const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+  u8s8_ = kt.conv_gemm_u8s8 && fits_s8;
+  kt_ = u8s8_ ? (cg_.cin_g + 3) / 4 * 4 : (cg_.cin_g + 1) / 2 * 2;
+  const int64_t k = taps * kt_;
+  auto weight = [&](int64_t i) { return wide_[static_cast<size_t>(i)]; };
+  packed_.assign(static_cast<size_t>(cg_.group), {});
+  comp_.assign(static_cast<size_t>(cg_.cout), 0);
+  for (int64_t gi = 0; gi < cg_.group; ++gi) {
+    std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
+    if (u8s8_) {
+      const std::vector<int8_t> b = conv_weights_as_b<int8_t>(cg_, gi, kt_, weight);
+      dst.resize(kernels::qgemm_u8s8_packed_b_bytes(k / 4, cout_g));
+      kernels::qgemm_u8s8_pack_b(b.data(), cout_g, k, cout_g, k / 4, reinterpret_cast<int8_t*>(dst.data()));
+      // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
+      for (int64_t j = 0; j < cout_g; ++j) {
+        int32_t sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk) sum += b[static_cast<size_t>(kk * cout_g + j)];
+        comp_[static_cast<size_t>(gi * cout_g + j)] = -stored_zero() * sum;
+      }
+    } else {
+      const std::vector<int16_t> b = conv_weights_as_b<int16_t>(cg_, gi, kt_, weight);
+      dst.resize(kernels::qgemm_s16_packed_b_elems(k / 2, cout_g) * sizeof(int16_t));
+      kernels::qgemm_s16_pack_b(b.data(), cout_g, false, k, cout_g, reinterpret_cast<int16_t*>(dst.data()));
     }
-    const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
-    u8s8_ = kt.conv_gemm_u8s8 && fits_s8;
-    kt_ = u8s8_ ? (cg_.cin_g + 3) / 4 * 4 : (cg_.cin_g + 1) / 2 * 2;
-    const int64_t k = taps * kt_;
-    auto weight = [&](int64_t i) { return wide_[static_cast<size_t>(i)]; };
-    packed_.assign(static_cast<size_t>(cg_.group), {});
-    comp_.assign(static_cast<size_t>(cg_.cout), 0);
+  }
+}
+
+size_t NhwcQConv::scratch_bytes(const std::vector<const Shape*>& in) const {
+  const NhwcConvLayout l(cg_, *in[0]);
+  if (depthwise_ || reads_in_place(l)) return 0;
+  return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
+}
+
+void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const {
+  const NhwcConvLayout l(cg_, *in[0].shape);
+  if (l.n == 0 || l.pixels() == 0) return;
+  const kernels::QgemmEpilogue ep = epilogue();
+  // A folded QAdd goes over each block of output pixels the kernel finished, while it is in cache.
+  const Other other{after_ ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr,
+                    after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0};
+  if (depthwise_) {
+    run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep, other);
+    return;
+  }
+  const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
+  const auto& kernel = u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16;
+  uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
+  auto convolve = [&](const uint8_t* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
+                      int64_t cs, uint8_t* y0) {
+    const NhwcConvLayout::Taps t = l.taps(cs, kt_, wp);
     for (int64_t gi = 0; gi < cg_.group; ++gi) {
-      std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
-      if (u8s8_) {
-        const std::vector<int8_t> b = conv_weights_as_b<int8_t>(cg_, gi, kt_, weight);
-        dst.resize(kernels::qgemm_u8s8_packed_b_bytes(k / 4, cout_g));
-        kernels::qgemm_u8s8_pack_b(b.data(), cout_g, k, cout_g, k / 4, reinterpret_cast<int8_t*>(dst.data()));
-        // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
-        for (int64_t j = 0; j < cout_g; ++j) {
-          int32_t sum = 0;
-          for (int64_t kk = 0; kk < k; ++kk) sum += b[static_cast<size_t>(kk * cout_g + j)];
-          comp_[static_cast<size_t>(gi * cout_g + j)] = -stored_zero() * sum;
-        }
-      } else {
-        const std::vector<int16_t> b = conv_weights_as_b<int16_t>(cg_, gi, kt_, weight);
-        dst.resize(kernels::qgemm_s16_packed_b_elems(k / 2, cout_g) * sizeof(int16_t));
-        kernels::qgemm_s16_pack_b(b.data(), cout_g, false, k, cout_g, reinterpret_cast<int16_t*>(dst.data()));
-      }
+      kernels::QgemmEpilogue gep = ep;
+      gep.scale_col += gi * cout_g;
+      if (gep.bias_col) gep.bias_col += gi * cout_g;
+      kernels::ConvGemmQ8Args a;
+      a.a = {src + gi * group_stride * elem_bytes(), l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, t.count, t.k_tap, t.offsets.data()};
+      a.w = packed_[static_cast<size_t>(gi)].data();
+      a.n = cout_g;
+      a.c = y0 + gi * cout_g;
+      a.ldc = cg_.cout;
+      a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
+      a.ep = &gep;
+      run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
+                          static_cast<double>(images * image_stride / cg_.group * elem_bytes()),
+                          static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
+                          [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
+                            kernel(m0, m1, p0, p1, a);
+                            if (after_)
+                              after_.apply(rc, a.c, cg_.cout, other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1, p0 * 16,
+                                           std::min(cout_g, p1 * 16));
+                            if (lut_) lut_.apply(rc, a.c, cg_.cout, m0, m1, p0 * 16, std::min(cout_g, p1 * 16));
+                          });
     }
+  };
+  if (reads_in_place(l)) {
+    convolve(static_cast<const uint8_t*>(in[0].data), l.n, l.h * l.w * l.c, cg_.cin_g, l.w, l.c, y);
+    return;
   }
-
-  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {nhwc_conv_output_shape(cg_, *in[0])}; }
-
-  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const NhwcConvLayout l(cg_, *in[0]);
-    if (depthwise_ || reads_in_place(l)) return 0;
-    return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
+  uint8_t* prepared = static_cast<uint8_t*>(rc.scratch());
+  const int64_t per = l.prepared_elems(kt_), turn = images_per_turn(l);
+  for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
+    const int64_t images = std::min(turn, l.n - i0);
+    prepare_all(rc, l, in[0], i0, images, prepared);
+    convolve(prepared, images, cg_.group * per, per, l.wp, kt_, y + i0 * l.pixels() * cg_.cout);
   }
+}
 
-  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
-    const NhwcConvLayout l(cg_, *in[0].shape);
-    if (l.n == 0 || l.pixels() == 0) return;
-    kernels::QgemmEpilogue ep = ep_;
-    ep.scale_col = scale_.data();
-    ep.bias_col = bias_.empty() ? nullptr : bias_.data();
-    // A folded QAdd goes over each block of output pixels the kernel finished, while it is in cache.
-    const Other other{after_ ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr,
-                      after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0};
-    if (depthwise_) {
-      run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep, other);
-      return;
-    }
-    const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
-    const auto& kernel = u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16;
-    uint8_t* y = static_cast<uint8_t*>(out[0].data);  // one byte per element
-    auto convolve = [&](const uint8_t* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
-                        int64_t cs, uint8_t* y0) {
-      const NhwcConvLayout::Taps t = l.taps(cs, kt_, wp);
-      for (int64_t gi = 0; gi < cg_.group; ++gi) {
-        kernels::QgemmEpilogue gep = ep;
-        gep.scale_col += gi * cout_g;
-        if (gep.bias_col) gep.bias_col += gi * cout_g;
-        kernels::ConvGemmQ8Args a;
-        a.a = {src + gi * group_stride * elem_bytes(), l.pixels(), l.ow, image_stride, l.sh, l.sw, wp, cs, t.count, t.k_tap, t.offsets.data()};
-        a.w = packed_[static_cast<size_t>(gi)].data();
-        a.n = cout_g;
-        a.c = y0 + gi * cout_g;
-        a.ldc = cg_.cout;
-        a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
-        a.ep = &gep;
-        run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
-                            static_cast<double>(images * image_stride / cg_.group * elem_bytes()),
-                            static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
-                            [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-                              kernel(m0, m1, p0, p1, a);
-                              if (after_)
-                                after_.apply(rc, a.c, cg_.cout, other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1, p0 * 16,
-                                             std::min(cout_g, p1 * 16));
-                            });
-      }
-    };
-    if (reads_in_place(l)) {
-      convolve(static_cast<const uint8_t*>(in[0].data), l.n, l.h * l.w * l.c, cg_.cin_g, l.w, l.c, y);
-      return;
-    }
-    uint8_t* prepared = static_cast<uint8_t*>(rc.scratch());
-    const int64_t per = l.prepared_elems(kt_), turn = images_per_turn(l);
-    for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
-      const int64_t images = std::min(turn, l.n - i0);
-      prepare_all(rc, l, in[0], i0, images, prepared);
-      convolve(prepared, images, cg_.group * per, per, l.wp, kt_, y + i0 * l.pixels() * cg_.cout);
-    }
+// Depthwise: bands of output rows over the pool; each converts the input rows its band reads to float32
+// (x - x_zero, exact) once, into a buffer of its thread, then runs the float-summed kernel on them.
+// Strided ones read each input value about once: the kernel converts the bytes as it reads them instead.
+void NhwcQConv::run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
+                            const kernels::QgemmEpilogue& ep, const Other& other) const {
+  if (l.sh > 1 && l.sw > 1) {
+    kernels::DwconvQ8Args a;
+    a.g = l.depthwise(cg_.cout);
+    a.xq = static_cast<const uint8_t*>(x.data);
+    a.x_signed = x_dtype_ == DType::kInt8;
+    a.x_zero = x_zero_;
+    a.w = dw_.data();
+    a.c = y;
+    a.ldc = cg_.cout;
+    a.ep = &ep;
+    run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
+                     [&](int64_t m0, int64_t m1) {
+                       rc.kernels.dwconv_q8(m0, m1, a);
+                       if (after_) after_.apply(rc, y, cg_.cout, other.base, other.ldo, m0, m1, 0, cg_.cout);
+                       if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, 0, cg_.cout);
+                     });
+    return;
   }
-
- private:
-  // Depthwise: bands of output rows over the pool; each converts the input rows its band reads to float32
-  // (x - x_zero, exact) once, into a buffer of its thread, then runs the float-summed kernel on them.
-  // Strided ones read each input value about once: the kernel converts the bytes as it reads them instead.
-  void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
-                     const kernels::QgemmEpilogue& ep, const Other& other) const {
-    if (l.sh > 1 && l.sw > 1) {
+  const int64_t units = l.n * l.oh, per_row = l.ow * l.kh * l.kw * cg_.cout;
+  const int64_t rows_per_task = std::max<int64_t>(1, kMacsPerTask / 4 / std::max<int64_t>(per_row, 1));
+  const int64_t tasks = (units + rows_per_task - 1) / rows_per_task;
+  const uint8_t* src = static_cast<const uint8_t*>(x.data);  // one byte per element
+  rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
+    thread_local AlignedVector<float> band;
+    const int64_t u1 = std::min(units, (static_cast<int64_t>(t) + 1) * rows_per_task);
+    for (int64_t u = static_cast<int64_t>(t) * rows_per_task; u < u1;) {
+      const int64_t img = u / l.oh, oy0 = u % l.oh, oy1 = std::min(l.oh, oy0 + (u1 - u));
+      const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
+      const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
+      const int64_t row = l.w * l.c;
+      band.resize(static_cast<size_t>(std::max<int64_t>((r1 - r0) * row, 1)));
+      rc.kernels.dequantize(src + (img * l.h + r0) * row, x_dtype_ == DType::kUint8, x_zero_, 1.f, band.data(), (r1 - r0) * row);
       kernels::DwconvQ8Args a;
       a.g = l.depthwise(cg_.cout);
-      a.xq = static_cast<const uint8_t*>(x.data);
-      a.x_signed = x_dtype_ == DType::kInt8;
-      a.x_zero = x_zero_;
+      a.g.h = r1 - r0;  // the band's rows, as an image whose top padding grows by r0
+      a.g.ph = l.ph + r0;
+      a.x = band.data();
       a.w = dw_.data();
-      a.c = y;
+      a.c = y + img * l.pixels() * cg_.cout;
       a.ldc = cg_.cout;
       a.ep = &ep;
-      run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
-                       [&](int64_t m0, int64_t m1) {
-                         rc.kernels.dwconv_q8(m0, m1, a);
-                         if (after_) after_.apply(rc, y, cg_.cout, other.base, other.ldo, m0, m1, 0, cg_.cout);
-                       });
-      return;
+      rc.kernels.dwconv_q8(oy0 * l.ow, oy1 * l.ow, a);
+      if (after_)
+        after_.apply(rc, a.c, cg_.cout, other.at(img * l.pixels() * cg_.cout), other.ldo, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
+    if (lut_) lut_.apply(rc, a.c, cg_.cout, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
+      u += oy1 - oy0;
     }
-    const int64_t units = l.n * l.oh, per_row = l.ow * l.kh * l.kw * cg_.cout;
-    const int64_t rows_per_task = std::max<int64_t>(1, kMacsPerTask / 4 / std::max<int64_t>(per_row, 1));
-    const int64_t tasks = (units + rows_per_task - 1) / rows_per_task;
-    const uint8_t* src = static_cast<const uint8_t*>(x.data);  // one byte per element
-    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-      thread_local AlignedVector<float> band;
-      const int64_t u1 = std::min(units, (static_cast<int64_t>(t) + 1) * rows_per_task);
-      for (int64_t u = static_cast<int64_t>(t) * rows_per_task; u < u1;) {
-        const int64_t img = u / l.oh, oy0 = u % l.oh, oy1 = std::min(l.oh, oy0 + (u1 - u));
-        const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
-        const int64_t r1 = std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h);
-        const int64_t row = l.w * l.c;
-        band.resize(static_cast<size_t>(std::max<int64_t>((r1 - r0) * row, 1)));
-        rc.kernels.dequantize(src + (img * l.h + r0) * row, x_dtype_ == DType::kUint8, x_zero_, 1.f, band.data(), (r1 - r0) * row);
-        kernels::DwconvQ8Args a;
-        a.g = l.depthwise(cg_.cout);
-        a.g.h = r1 - r0;  // the band's rows, as an image whose top padding grows by r0
-        a.g.ph = l.ph + r0;
-        a.x = band.data();
-        a.w = dw_.data();
-        a.c = y + img * l.pixels() * cg_.cout;
-        a.ldc = cg_.cout;
-        a.ep = &ep;
-        rc.kernels.dwconv_q8(oy0 * l.ow, oy1 * l.ow, a);
-        if (after_)
-          after_.apply(rc, a.c, cg_.cout, other.at(img * l.pixels() * cg_.cout), other.ldo, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
-        u += oy1 - oy0;
-      }
-    });
-  }
+  });
+}
 
   // Whether float32 sums of every depthwise channel stay exact: |x - zx| <= 255 times its weights' sum.
-  bool depthwise_exact() const {
-    const int64_t taps = cg_.k_dim();
-    for (int64_t c = 0; c < cg_.cout; ++c) {
-      int64_t sum = 0;
-      for (int64_t t = 0; t < taps; ++t) sum += std::abs(int64_t{wide_[static_cast<size_t>(c * taps + t)]});
-      if (sum * 255 >= (int64_t{1} << 24)) return false;
-    }
-    return true;
+bool NhwcQConv::depthwise_exact() const {
+  const int64_t taps = cg_.k_dim();
+  for (int64_t c = 0; c < cg_.cout; ++c) {
+    int64_t sum = 0;
+    for (int64_t t = 0; t < taps; ++t) sum += std::abs(int64_t{wide_[static_cast<size_t>(c * taps + t)]});
+    if (sum * 255 >= (int64_t{1} << 24)) return false;
   }
+  return true;
+}
 
-  // The uint8 the u8 x s8 kernels see for the zero point (int8 values are flipped by +128).
-  int32_t stored_zero() const { return x_zero_ + (x_dtype_ == DType::kInt8 ? 128 : 0); }
-  int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
-  bool reads_in_place(const NhwcConvLayout& l) const {
-    return u8s8_ && x_dtype_ == DType::kUint8 && kt_ == cg_.cin_g && !l.reads_padding;
-  }
-  int64_t images_per_turn(const NhwcConvLayout& l) const {
-    const int64_t per_image = cg_.group * l.prepared_elems(kt_) * elem_bytes();
-    return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
-  }
+int64_t NhwcQConv::images_per_turn(const NhwcConvLayout& l) const {
+  const int64_t per_image = cg_.group * l.prepared_elems(kt_) * elem_bytes();
+  return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
+}
 
   // The prepared copies of images [i0, i0 + images), every group, rows shared out over the pool.
-  void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
-                   uint8_t* dst) const {
-    const int64_t per = l.prepared_elems(kt_);
-    const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(l.wp * kt_, 1));
-    const int64_t chunks = (l.hp + rows_per_task - 1) / rows_per_task, units = images * cg_.group;
-    const int32_t zx = x_zero_;
-    rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
-      const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
-      const int64_t r1 = std::min(l.hp, r0 + rows_per_task);
-      const int64_t img = i0 + u / cg_.group, c0 = u % cg_.group * cg_.cin_g, image = img * l.h * l.w * l.c;
-      if (u8s8_) {
-        uint8_t* d = dst + u * per;
-        const auto pad = static_cast<uint8_t>(stored_zero());
-        if (x_dtype_ == DType::kUint8)
-          prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad, CopyValue{}, r0, r1);
-        else
-          prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad,
-                            [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); }, r0, r1);
-      } else {
-        int16_t* d = reinterpret_cast<int16_t*>(dst) + u * per;
-        if (x_dtype_ == DType::kUint8)
-          prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
-                            [zx](uint8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
-        else
-          prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
-                            [zx](int8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+void NhwcQConv::prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
+                          uint8_t* dst) const {
+  const int64_t per = l.prepared_elems(kt_);
+  const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(l.wp * kt_, 1));
+  const int64_t chunks = (l.hp + rows_per_task - 1) / rows_per_task, units = images * cg_.group;
+  const int32_t zx = x_zero_;
+  rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
+    const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
+    const int64_t r1 = std::min(l.hp, r0 + rows_per_task);
+    const int64_t img = i0 + u / cg_.group, c0 = u % cg_.group * cg_.cin_g, image = img * l.h * l.w * l.c;
+    if (u8s8_) {
+      uint8_t* d = dst + u * per;
+      const auto pad = static_cast<uint8_t>(stored_zero());
+      if (x_dtype_ == DType::kUint8)
+        prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad, CopyValue{}, r0, r1);
+      else
+        prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad,
+                          [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); }, r0, r1);
+    } else {
+      int16_t* d = reinterpret_cast<int16_t*>(dst) + u * per;
+      if (x_dtype_ == DType::kUint8)
+        prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
+                          [zx](uint8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+      else
+        prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
+                          [zx](int8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+    }
+  });
+}
+
+kernels::QgemmEpilogue NhwcQConv::epilogue() const {
+  kernels::QgemmEpilogue ep = ep_;
+  ep.scale_col = scale_.data();
+  ep.bias_col = bias_.empty() ? nullptr : bias_.data();
+  return ep;
+}
+
+size_t NhwcQConv::pointwise_scratch_bytes(int64_t pixels) const {
+  return u8s8_ && x_dtype_ == DType::kUint8 && kt_ == cg_.cin_g ? 0 : static_cast<size_t>(pixels * kt_ * elem_bytes());
+}
+
+void NhwcQConv::pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
+                               int64_t ldo, void* scratch) const {
+  if (pixels <= 0) return;
+  if (!cg_.is_pointwise() || depthwise_) throw Error("pointwise_rows on a convolution that is not 1x1");
+  const void* a = x;
+  if (pointwise_scratch_bytes(pixels)) {  // the rows copied with K padded for the kernel (quads, or int16 pairs)
+    const int64_t c = cg_.cin_g;
+    if (u8s8_) {
+      uint8_t* d = static_cast<uint8_t*>(scratch);
+      const auto pad = static_cast<uint8_t>(stored_zero());
+      for (int64_t m = 0; m < pixels; ++m) {
+        for (int64_t k = 0; k < c; ++k)
+          d[m * kt_ + k] = x_dtype_ == DType::kUint8 ? x[m * c + k] : static_cast<uint8_t>(x[m * c + k] ^ 0x80);
+        for (int64_t k = c; k < kt_; ++k) d[m * kt_ + k] = pad;
       }
-    });
+    } else {
+      int16_t* d = static_cast<int16_t*>(scratch);
+      for (int64_t m = 0; m < pixels; ++m) {
+        if (x_dtype_ == DType::kUint8)
+          widen_row(x + m * c, c, x_zero_, kt_, d + m * kt_);
+        else
+          widen_row(reinterpret_cast<const int8_t*>(x) + m * c, c, x_zero_, kt_, d + m * kt_);
+      }
+    }
+    a = scratch;
   }
+  static const int64_t kOneTap = 0;
+  const kernels::QgemmEpilogue ep = epilogue();
+  kernels::ConvGemmQ8Args args;
+  args.a = {a, pixels, pixels, pixels * kt_, 1, 1, pixels, kt_, 1, kt_, &kOneTap};  // a plain GEMM (ConvRows)
+  args.w = packed_[0].data();
+  args.n = cg_.cout;
+  args.c = y;
+  args.ldc = cg_.cout;
+  args.comp_col = u8s8_ ? comp_.data() : nullptr;
+  args.ep = &ep;
+  (u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16)(0, pixels, 0, (cg_.cout + 15) / 16, args);
+  if (after_) after_.apply(rc, y, cg_.cout, other, ldo, 0, pixels, 0, cg_.cout);
+  if (lut_) lut_.apply(rc, y, cg_.cout, 0, pixels, 0, cg_.cout);
+}
 
-  ConvGeometry cg_;
-  DType x_dtype_ = DType::kUint8;
-  int32_t x_zero_ = 0;
-  std::vector<int16_t> wide_;  // [Cout, Cin/g, taps] minus the weight zero points
-  bool depthwise_ = false, u8s8_ = false;
-  int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
-  std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
-  std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
-  AlignedVector<float> dw_;                   // depthwise: taps x channels, weights minus their zero points
-  std::vector<float> scale_, bias_;
-  kernels::QgemmEpilogue ep_;
-  QAddAfter after_;
-};
+void NhwcQConv::depthwise_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0,
+                                 int64_t m1, uint8_t* y) const {
+  if (!depthwise_) throw Error("depthwise_pixels on a convolution that is not depthwise");
+  const kernels::QgemmEpilogue ep = epilogue();
+  kernels::DwconvQ8Args a;
+  a.g = g;
+  a.x = x;
+  a.w = dw_.data();
+  a.c = y;
+  a.ldc = cg_.cout;
+  a.ep = &ep;
+  rc.kernels.dwconv_q8(m0, m1, a);
+  if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, 0, cg_.cout);
+}
 
-}  // namespace
-
-std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) { return std::make_unique<NhwcQConvImpl>(n, g); }
+std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) {
+  if (is_qconv_block(n)) return create_qconv_block(n, g);
+  return std::make_unique<NhwcQConv>(n, g);
+}
 
 }  // namespace optim

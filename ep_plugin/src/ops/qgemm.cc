@@ -7,29 +7,12 @@
 
 #include "op.h"
 #include "dequantize_after.h"
+#include "lut_after.h"
 #include "qadd_after.h"
 #include "qgemm.h"
 
 namespace optim {
 namespace {
-
-// Reads element i of a uint8/int8 constant as int32.
-int32_t int_at(const Tensor& t, int64_t i) {
-  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
-}
-
-float float_scalar(const Graph& g, const std::string& name, const char* what) {
-  const Tensor* t = g.constant(name);
-  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error(std::string(what) + " is not a float32 scalar constant");
-  return t->data<float>()[0];
-}
-
-int32_t zero_point(const Graph& g, const std::string& name) {
-  if (name.empty()) return 0;
-  const Tensor* t = g.constant(name);
-  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
-  return int_at(*t, 0);
-}
 
 class QGemmImpl : public Op {
  public:
@@ -46,7 +29,7 @@ class QGemmImpl : public Op {
     wide_.resize(static_cast<size_t>(k_ * n_));
     for (int64_t kk = 0; kk < k_; ++kk)
       for (int64_t j = 0; j < n_; ++j)
-        wide_[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
+        wide_[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int8_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
     kp_ = (k_ + 1) / 2;
     scale_.resize(static_cast<size_t>(n_));
     for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.out_scale(j);
@@ -56,6 +39,7 @@ class QGemmImpl : public Op {
     ep_.bias_col = bias_.empty() ? nullptr : bias_.data();
     after_ = QAddAfter(n, g);
     dequantized_ = DequantizeAfter(n, g, n_);
+    lut_ = LutAfter(n, ep_.out == kernels::QuantOut::kInt8);
   }
 
   // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
@@ -96,13 +80,14 @@ class QGemmImpl : public Op {
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const int64_t m = rows(*in[0].shape);
     if (m == 0 || n_ == 0) return;
-    // A folded QAdd or DequantizeLinear goes over each tile the kernel finished, while it is in cache; with the
-    // latter the kernel's bytes go to scratch, after A's rows.
+    // A folded QAdd, lookup table or DequantizeLinear (in that order) goes over each tile the kernel finished,
+    // while it is in cache; with the last the kernel's bytes go to scratch, after A's rows.
     const void* other = after_ ? in[kQAddOther].data : nullptr;
     const int64_t ldo = after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
     void* c = dequantized_ ? static_cast<uint8_t*>(rc.scratch()) + a_bytes(m) : out[0].data;
     const TileDone done = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
       if (after_) after_.apply(rc, c, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
+      if (lut_) lut_.apply(rc, c, n_, m0, m1, j0, std::min(j1, n_));
       if (dequantized_) dequantized_.apply(rc, static_cast<const uint8_t*>(c), out[0].as<float>(), n_, m0, m1, j0, std::min(j1, n_));
     };
     if (!packed8_.empty()) {
@@ -124,7 +109,7 @@ class QGemmImpl : public Op {
         else widen_row(in[0].as<int8_t>() + i * k_, k_, x_zero_, lda, row);
       }
     });
-    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), c, n_, ep_, after_ || dequantized_ ? &done : nullptr);
+    run_qgemm_s16(rc, m, n_, kp_, a, lda, packed_.data(), c, n_, ep_, after_ || lut_ || dequantized_ ? &done : nullptr);
   }
 
  private:
@@ -179,6 +164,7 @@ class QGemmImpl : public Op {
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;
   QAddAfter after_;
+  LutAfter lut_;
   DequantizeAfter dequantized_;
 };
 
@@ -186,12 +172,25 @@ std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::ma
 
 }  // namespace
 
+float float_scalar(const Graph& g, const std::string& name, const char* what) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error(std::string(what) + " is not a float32 scalar constant");
+  return t->data<float>()[0];
+}
+
+int32_t zero_point(const Graph& g, const std::string& name) {
+  if (name.empty()) return 0;
+  const Tensor* t = g.constant(name);
+  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
+  return int8_at(*t, 0);
+}
+
 float QuantParams::w_scale(int64_t channel) const {
   return w_scales->data<float>()[w_scales->numel() == 1 ? 0 : channel];
 }
 
 int32_t QuantParams::w_zero(int64_t channel) const {
-  return w_zeros ? int_at(*w_zeros, w_zeros->numel() == 1 ? 0 : channel) : 0;
+  return w_zeros ? int8_at(*w_zeros, w_zeros->numel() == 1 ? 0 : channel) : 0;
 }
 
 float QuantParams::out_scale(int64_t channel) const { return x_scale * w_scale(channel) / y_scale; }

@@ -39,6 +39,14 @@ struct QuantParams {
 };
 // Throws Error when an input is not the constant the fusion promised.
 QuantParams read_quant_params(const Node& n, const Graph& g);
+// Element i of a uint8/int8 constant (weights, zero points) as int32.
+inline int32_t int8_at(const Tensor& t, int64_t i) {
+  return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
+}
+// A scale: constant `name` as one float32 (else Error naming `what`); a zero point: one uint8/int8 constant, 0
+// when `name` is empty.
+float float_scalar(const Graph& g, const std::string& name, const char* what);
+int32_t zero_point(const Graph& g, const std::string& name);
 
 // Input positions of an internal QAdd / QMul node; attribute relu as for QGemm.
 enum QBinaryInput : size_t {

@@ -37,15 +37,6 @@ void copy_attrs(const Node& from, Node* to, const char* prefix) {
 
 std::string label_with_fused(const Node& n) { return n.label() + (n.has_attr("fused") ? " + " + n.attr_s("fused", "") : ""); }
 
-// Whether folding the expansion before depthwise `dw` pays: at stride 2 a band of output rows reads its own
-// input rows (one shared), so always; at stride 1 each run of bands remakes kh - 1 rows, and small images
-// (MobileNetV2's 14x14 and 7x7 blocks) ran faster apart, their expansion one larger GEMM: only from 28x28 on.
-bool expansion_pays(const Graph& g, const Node& dw, const ConvGeometry& d) {
-  if (d.win.strides == std::vector<int64_t>{2, 2}) return true;
-  const ValueInfo* v = g.value(dw.inputs[0]);
-  return v && v->has_shape && v->shape.size() == 4 && v->shape[1] > 0 && v->shape[2] > 0 && v->shape[1] * v->shape[2] >= 28 * 28;
-}
-
 // Folds expansion `ex` into `host` (the projection that took the depthwise, or the depthwise itself): the
 // host reads ex's input, takes its weights and bias as inputs 7 and 8 and its epilogue as "ex_" attributes.
 void take_expansion(Matcher& m, Node* ex, Node* host) {
@@ -74,6 +65,15 @@ Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const N
 
 }  // namespace
 
+// At stride 2 a band of output rows reads its own input rows (one shared), so always; at stride 1 each run of
+// bands remakes kh - 1 rows, and small images (MobileNetV2's 14x14 and 7x7 blocks) ran faster apart, their
+// expansion one larger GEMM: only from 28x28 on.
+bool expansion_fold_pays(const Graph& g, const Node& dw, const ConvGeometry& d) {
+  if (d.win.strides == std::vector<int64_t>{2, 2}) return true;
+  const ValueInfo* v = g.value(dw.inputs[0]);
+  return v && v->has_shape && v->shape.size() == 4 && v->shape[1] > 0 && v->shape[2] > 0 && v->shape[1] * v->shape[2] >= 28 * 28;
+}
+
 size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
@@ -87,7 +87,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
       ctx.refuse("depthwise_pointwise", dw, "its reader " + pw->label() + " is not a 1x1 convolution of stride 1 without padding");
       continue;
     }
-    Node* ex = expansion_pays(g, dw, d) ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
+    Node* ex = expansion_fold_pays(g, dw, d) ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
     m.rewire_input(*pw, 0, dw.inputs[0]);
     pw->inputs.resize(6);  // 2 and 3 (bias, residual) stay as they were, or empty
     pw->inputs[4] = dw.inputs[1];
@@ -111,7 +111,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
     ConvGeometry d;
     if (!is_internal_op(&dw, "NhwcConv") || !geometry(g, dw, &d) || d.cin_g != 1 || d.cout != d.group || d.spatial != 2) continue;
     if (dw.has_input(3) || dw.has_input(7) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
-    Node* ex = expansion_pays(g, dw, d) ? expansion_of(g, m2, dw.inputs[0], dw) : nullptr;
+    Node* ex = expansion_fold_pays(g, dw, d) ? expansion_of(g, m2, dw.inputs[0], dw) : nullptr;
     if (!ex) continue;
     take_expansion(m2, ex, &dw);
     ++expanded;

@@ -11,6 +11,7 @@
 
 #include "../../kernels/kernel_table.h"
 #include "../ir.h"
+#include "../ops/conv_common.h"
 #include "../ops/qgemm.h"  // kInternalDomain
 
 namespace optim {
@@ -37,6 +38,9 @@ inline bool is_internal_op(const Node* n, const char* op) { return n && n->domai
 // x's shape; else empty. (matmul_bias.cc; dequantize_fold.cc uses it too.)
 std::string column_bias(const Graph& g, const Node& add, const std::string& x, int64_t n, size_t rank);
 
+// Whether folding the 1x1 expansion before depthwise convolution `dw` (geometry d) into one pass with it pays
+// (depthwise_pointwise.cc; qdepthwise_block.cc uses the same rule for int8).
+bool expansion_fold_pays(const Graph& g, const Node& dw, const ConvGeometry& d);
 using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
 
 struct Rewrite {
@@ -63,10 +67,13 @@ size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // 
 size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // nhwc_layout.cc
 size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
 size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx);         // depthwise_pointwise.cc
+size_t fold_qdepthwise_blocks(Graph& g, RewriteContext& ctx);                // qdepthwise_block.cc
 size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
 size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx);                 // qadd_fold.cc
+size_t fold_luts_into_units(Graph& g, RewriteContext& ctx);                  // lut_fold.cc
+size_t fold_dequantize_into_pools(Graph& g, RewriteContext& ctx);            // dequantize_pool.cc
 size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx);            // dequantize_fold.cc
 size_t view_tokens_as_maps(Graph& g, RewriteContext& ctx);                   // token_grid.cc
 

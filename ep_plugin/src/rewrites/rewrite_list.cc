@@ -11,8 +11,10 @@ const std::vector<Rewrite>& rewrite_list() {
   // sigmoid among them); the Muls of two tensors after those; the layout last, as it moves whatever the
   // others left, then transformer tokens seen as the channels-last maps they are, and the convolution epilogues
   // after it (they fold what follows a channels-last convolution;
-  // the quantized Adds after integer units likewise, then a QGemm's DequantizeLinear and bias Add);
-  // then, on the final convolutions, depthwise ones and squeeze-excite gates into the 1x1 ones that read them
+  // the quantized Adds after integer units likewise, then their lookup tables, the DequantizeLinears before
+  // global pools, then a QGemm's DequantizeLinear and bias Add);
+  // then, on the final convolutions, depthwise ones (float, then int8 with their residual QAdds already in the
+  // projections) and squeeze-excite gates into the 1x1 ones that read them
   // and the Winograd choice;
   // float MatMuls' bias Adds last (after the units, which take their own biases, and the GELU fusion, which
   // reads the Add's output by name).
@@ -30,8 +32,11 @@ const std::vector<Rewrite>& rewrite_list() {
       {"token_grid", view_tokens_as_maps},
       {"conv_epilogues", fuse_conv_epilogues},
       {"qadd_fold", fold_qadds_into_units},
+      {"lut_fold", fold_luts_into_units},
+      {"dequantize_pool", fold_dequantize_into_pools},
       {"dequantize_fold", fold_dequantize_into_gemms},
       {"depthwise_pointwise", fold_depthwise_into_pointwise},
+      {"qdepthwise_block", fold_qdepthwise_blocks},
       {"channel_scales", fold_channel_scales},
       {"winograd", choose_winograd},
       {"matmul_bias", fuse_matmul_bias},

@@ -1,0 +1,77 @@
+// How a depthwise convolution with the 1x1 expansion before it folded in (conv_dw_pw.h: float32,
+// qconv_block.h: int8) is cut into bands of output rows of one image, so that the expanded rows a band reads
+// are made into a buffer of its thread and used while in cache. Consecutive bands share input rows (a 3x3
+// stride-1 kernel: two): a run of bands makes them once and moves them up its buffer (BandRows).
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "conv_nhwc.h"
+
+namespace optim {
+
+constexpr int64_t kBandSlots = 16;           // scratch slots: the most threads one pass uses
+constexpr int64_t kBandBytes = 256 << 10;    // what one band holds: its input rows and its output tile
+constexpr int64_t kBandMinItems = 4;         // runs of bands per call at least (threads share them)
+
+struct DepthwiseBands {
+  int64_t rows = 1, count = 1;    // output rows per band, bands per image
+  int64_t runs = 1, per_run = 1;  // runs of consecutive bands per image, bands per run
+  int64_t items = 1, slots = 1;   // runs in all, scratch slots
+  int64_t in_rows = 1;            // input rows one band reads at most
+};
+
+// The input rows [first, end) inside the image that output rows [oy0, oy1) read.
+inline std::pair<int64_t, int64_t> depthwise_input_rows(const NhwcConvLayout& l, int64_t oy0, int64_t oy1) {
+  const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
+  return {r0, std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h)};
+}
+
+// in_pixel_bytes / out_pixel_bytes: what a band keeps per input pixel it reads and per output pixel it makes.
+inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_pixel_bytes, int64_t out_pixel_bytes) {
+  auto in_rows = [&](int64_t r) { return (r - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
+  auto bytes = [&](int64_t r) { return in_rows(r) * l.w * in_pixel_bytes + r * l.ow * out_pixel_bytes; };
+  DepthwiseBands b;
+  while (b.rows < l.oh && bytes(b.rows + 1) <= kBandBytes) ++b.rows;
+  b.count = (l.oh + b.rows - 1) / b.rows;
+  // Runs short enough for every thread to get some at batch 1, but each run after the first expands the rows
+  // it shares with the one before again: fewer runs (at least two) where that would pass a quarter of the
+  // image's rows (a 5x5 stride-2 depthwise over 14 rows: 3 rows per run).
+  b.runs = std::clamp<int64_t>((kBandMinItems + l.n - 1) / l.n, 1, b.count);
+  const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
+  while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) --b.runs;
+  b.per_run = (b.count + b.runs - 1) / b.runs;
+  b.items = l.n * b.runs;
+  b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
+  b.in_rows = std::min(l.h, in_rows(b.rows));
+  return b;
+}
+
+// The input rows a thread's band buffer holds, from its start.
+struct BandRows {
+  int64_t have0 = 0, have1 = 0;
+  // For the next band, reading rows [r0, r1) (of the same image, after the last band's): moves the rows it
+  // already holds (row_elems values each) to the buffer's start and returns the first row still to make.
+  template <typename T>
+  int64_t keep(T* band, int64_t row_elems, int64_t r0, int64_t r1) {
+    const int64_t kept = std::max<int64_t>(0, std::min(have1, r1) - std::max(have0, r0));
+    if (kept > 0 && r0 > have0) std::memmove(band, band + (r0 - have0) * row_elems, static_cast<size_t>(kept * row_elems) * sizeof(T));
+    have0 = r0, have1 = r1;
+    return r0 + kept;
+  }
+};
+
+// The band's input rows [r0, r1) as an image of their own and its output rows [oy0, oy1) as rows from 0:
+// rows above the band are padding to the kernel, as are the image's.
+inline kernels::DwconvGeometry band_geometry(const NhwcConvLayout& l, int64_t channels, int64_t r0, int64_t r1,
+                                             int64_t oy0, int64_t oy1) {
+  kernels::DwconvGeometry g = l.depthwise(channels);
+  g.h = r1 - r0;
+  g.oh = oy1 - oy0;
+  g.ph = l.ph + r0 - oy0 * l.sh;
+  return g;
+}
+
+}  // namespace optim

@@ -1,0 +1,171 @@
+// The int8 depthwise blocks (qconv_block.h).
+#include "qconv_block.h"
+
+#include <atomic>
+
+#include "depthwise_bands.h"
+#include "qconv_nhwc.h"
+
+namespace optim {
+
+namespace {
+
+constexpr size_t kAlignBytes = 64;
+
+size_t aligned(size_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+class QConvBlock : public Op {
+ public:
+  QConvBlock(const Node& n, const Graph& g) : label_(n.label()) {
+    last_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, ""), g);
+    if (n.has_attr("dw_group")) dw_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "dw_"), g);
+    if (n.has_input(kQBlockExpansion + kQGemmW - 1)) ex_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "ex_"), g);
+    if (!dw_ && !ex_) throw Error(label_ + ": a depthwise block with neither a depthwise nor an expansion folded in");
+  }
+
+  void prepare(const kernels::KernelTable& kt) override {
+    for (NhwcQConv* u : units()) {
+      u->prepare(kt);
+      if (u->input_type() != DType::kUint8) throw Error(label_ + ": a unit of its depthwise block does not read uint8");
+    }
+    if (!depthwise().runs_depthwise() || depthwise().has_qadd() || depthwise().geometry().spatial != 2)
+      throw Error(label_ + ": its depthwise unit cannot run on float32 sums of a band");
+    for (const NhwcQConv* u : std::initializer_list<const NhwcQConv*>{ex_.get(), projection()})
+      if (u && !u->geometry().is_pointwise()) throw Error(label_ + ": a folded 1x1 unit is not a 1x1 convolution of stride 1");
+    if (ex_ && ex_->has_qadd()) throw Error(label_ + ": its expansion has a QAdd folded in");
+  }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape mid = depthwise_input(*in[0]);
+    const Shape d = depthwise().infer({&mid})[0];
+    return {projection() ? projection()->infer({&d})[0] : d};
+  }
+
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0]));
+    return static_cast<size_t>(plan(l).slots) * slot_bytes(l, plan(l));
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0].shape));
+    if (l.n == 0 || l.pixels() == 0) return;
+    const DepthwiseBands p = plan(l);
+    const size_t slot = slot_bytes(l, p);
+    const int64_t c = l.c, cout = projection() ? projection()->geometry().cout : c;
+    const int64_t cin = ex_ ? ex_->geometry().cin_g : c;
+    const auto* x = static_cast<const uint8_t*>(in[0].data);
+    auto* y = static_cast<uint8_t*>(out[0].data);
+    const bool qadd = projection() && projection()->has_qadd();
+    const auto* other = qadd ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr;
+    const int64_t ldo = qadd ? projection()->qadd_other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
+    std::atomic<int64_t> next{0};
+    rc.parallel_for(static_cast<size_t>(p.slots), [&](size_t s) {
+      const Slot buf = carve(static_cast<uint8_t*>(rc.scratch()) + s * slot, l, p);
+      BandRows held;
+      auto one_band = [&](int64_t img, int64_t band_index) {
+        const int64_t oy0 = band_index * p.rows, oy1 = std::min(l.oh, oy0 + p.rows);
+        const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
+        const int64_t fresh0 = held.keep(buf.band, l.w * c, r0, r1), fresh = (r1 - fresh0) * l.w;
+        if (fresh > 0) {  // the rows not held yet: expanded (requantized as the unit would), then x - x_zero
+          const uint8_t* rows = x + (img * l.h + fresh0) * l.w * cin;
+          if (ex_) {
+            ex_->pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
+            rows = buf.expanded;
+          }
+          rc.kernels.dequantize(rows, true, depthwise().input_zero(), 1.f, buf.band + (fresh0 - r0) * l.w * c, fresh * c);
+        }
+        const kernels::DwconvGeometry g = band_geometry(l, c, r0, r1, oy0, oy1);
+        const int64_t pixels = (oy1 - oy0) * l.ow, first = img * l.pixels() + oy0 * l.ow;
+        if (!projection()) {
+          depthwise().depthwise_pixels(rc, g, buf.band, 0, pixels, y + first * c);
+          return;
+        }
+        depthwise().depthwise_pixels(rc, g, buf.band, 0, pixels, buf.tile);
+        projection()->pointwise_rows(rc, buf.tile, pixels, y + first * cout, ldo ? other + first * cout : other, ldo,
+                                     buf.pw_scratch);
+      };
+      for (int64_t item; (item = next.fetch_add(1)) < p.items;) {
+        const int64_t img = item / p.runs, b0 = item % p.runs * p.per_run;
+        held = BandRows{};
+        for (int64_t b = b0; b < std::min(p.count, b0 + p.per_run); ++b) one_band(img, b);
+      }
+    });
+  }
+
+ private:
+  const NhwcQConv& depthwise() const { return dw_ ? *dw_ : *last_; }
+  const NhwcQConv* projection() const { return dw_ ? last_.get() : nullptr; }
+  std::vector<NhwcQConv*> units() const {
+    std::vector<NhwcQConv*> u{last_.get()};
+    if (dw_) u.push_back(dw_.get());
+    if (ex_) u.push_back(ex_.get());
+    return u;
+  }
+  Shape depthwise_input(const Shape& x) const { return ex_ ? ex_->infer({&x})[0] : x; }
+
+  // Per band: x - x_zero of its input rows (float32) and their uint8 expansion before the conversion, its
+  // depthwise tile (uint8), and what the 1x1 units copy their rows into when they cannot read them in place.
+  DepthwiseBands plan(const NhwcConvLayout& l) const {
+    return plan_depthwise_bands(l, l.c * static_cast<int64_t>(sizeof(float) + 1), l.c);
+  }
+  struct Slot {
+    float* band;
+    uint8_t *expanded, *tile;
+    void *ex_scratch, *pw_scratch;
+  };
+  std::vector<size_t> slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
+    const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
+    return {aligned(static_cast<size_t>(in_pixels * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
+            aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->pointwise_scratch_bytes(in_pixels) : 0),
+            aligned(projection() ? projection()->pointwise_scratch_bytes(out_pixels) : 0)};
+  }
+  size_t slot_bytes(const NhwcConvLayout& l, const DepthwiseBands& p) const {
+    size_t sum = 0;
+    for (size_t b : slot_parts(l, p)) sum += b;
+    return sum;
+  }
+  Slot carve(uint8_t* at, const NhwcConvLayout& l, const DepthwiseBands& p) const {
+    const std::vector<size_t> parts = slot_parts(l, p);
+    Slot s;
+    s.band = reinterpret_cast<float*>(at);
+    s.expanded = at += parts[0];
+    s.tile = at += parts[1];
+    s.ex_scratch = at += parts[2];
+    s.pw_scratch = at + parts[3];
+    return s;
+  }
+
+  std::string label_;
+  std::unique_ptr<NhwcQConv> last_, dw_, ex_;
+};
+
+}  // namespace
+
+bool is_qconv_block(const Node& n) { return n.has_attr("dw_group") || n.has_input(kQBlockExpansion + kQGemmW - 1); }
+
+Node qconv_block_unit(const Node& n, const std::string& prefix) {
+  Node u;
+  u.op = "NhwcQConv";
+  u.domain = kInternalDomain;
+  u.outputs = {n.outputs.at(0)};
+  if (prefix.empty()) {
+    u.name = n.name;
+    u.inputs.assign(n.inputs.begin(), n.inputs.begin() + std::min(n.inputs.size(), kQBlockDepthwise));
+    for (const auto& [name, a] : n.attrs)
+      if (!starts_with(name, "dw_") && !starts_with(name, "ex_")) u.attrs[name] = a;
+    return u;
+  }
+  const size_t base = prefix == "dw_" ? kQBlockDepthwise : kQBlockExpansion;
+  u.name = n.attr_s(prefix + "name", n.name);
+  u.inputs = {n.inputs.at(0)};
+  for (size_t i = 0; i < kQBlockStageInputs; ++i) u.inputs.push_back(base + i < n.inputs.size() ? n.inputs[base + i] : "");
+  for (const auto& [name, a] : n.attrs)
+    if (starts_with(name, prefix.c_str())) u.attrs[name.substr(prefix.size())] = a;
+  return u;
+}
+
+std::unique_ptr<Op> create_qconv_block(const Node& n, const Graph& g) { return std::make_unique<QConvBlock>(n, g); }
+
+}  // namespace optim
