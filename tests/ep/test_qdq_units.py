@@ -255,13 +255,14 @@ def test_different_output_quantization_keeps_the_conversions():
 
 # --- quantized Add and Mul (residual connections, squeeze-excite scales) --------------------------------
 
-def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed, op="Add"):
+def _qdq_add(a_shape, b_shape, a_type, b_type, y_type, relu, seed, op="Add", scales=None):
     rng = np.random.default_rng(seed)
     np_of = {"u8": np.uint8, "s8": np.int8}
     onnx_of = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
-    inits = {"sa": np.float32(rng.uniform(0.01, 0.1)), "za": np.array(rng.integers(0, 50), np_of[a_type]),
-             "sb": np.float32(rng.uniform(0.01, 0.1)), "zb": np.array(rng.integers(0, 50), np_of[b_type]),
-             "sy": np.float32(rng.uniform(0.02, 0.2)), "zy": np.array(rng.integers(0, 60), np_of[y_type])}
+    sa, sb, sy = scales or (rng.uniform(0.01, 0.1), rng.uniform(0.01, 0.1), rng.uniform(0.02, 0.2))
+    inits = {"sa": np.float32(sa), "za": np.array(rng.integers(0, 50), np_of[a_type]),
+             "sb": np.float32(sb), "zb": np.array(rng.integers(0, 50), np_of[b_type]),
+             "sy": np.float32(sy), "zy": np.array(rng.integers(0, 60), np_of[y_type])}
     nodes = [N("DequantizeLinear", ["a", "sa", "za"], ["af"]), N("DequantizeLinear", ["b", "sb", "zb"], ["bf"]),
              N(op, ["af", "bf"], ["s"], name="the_add")]
     if relu:
@@ -323,6 +324,27 @@ def test_qdq_mul_runs_quantized_and_equals_onnx_exactly(cid, isa):
     steps = [s for ss in placement(sess).compiled.values() for s in ss]
     assert steps == ["QMul 'the_add'"], steps
     np.testing.assert_array_equal(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(log_sy=st.floats(-20, 8), ratios=st.tuples(*[st.sampled_from([0.5, 0.25, 0.75, 1.0, 2.0, 0.3])] * 2),
+       op=st.sampled_from(["Add", "Mul"]), types=st.sampled_from([("u8", "u8", "u8"), ("s8", "u8", "s8"), ("s8", "s8", "u8")]),
+       relu=st.booleans())
+def test_every_byte_pair_of_a_quantized_add_or_mul_equals_onnx_on_every_isa(log_sy, ratios, op, types, relu):
+    """Every pair of input bytes, output scales from 2^-20 to 2^8, gives ONNX's integers on every ISA. Input
+    scales that are simple fractions of the output's put many quotients on the .5 ties, where a kernel that
+    multiplied by the reciprocal instead of dividing would round some the other way (checked: it fails)."""
+    a_type, b_type, y_type = types
+    sy = float(np.float32(2.0 ** log_sy))
+    model, _ = _qdq_add([256, 256], [256, 256], a_type, b_type, y_type, relu, seed=int(abs(log_sy) * 1000) % 997,
+                        op=op, scales=(sy * ratios[0], sy * ratios[1], sy))
+    lo_a, lo_b = (0 if a_type == "u8" else -128), (0 if b_type == "u8" else -128)
+    a = np.add.outer(np.arange(256), np.zeros(256, np.int64)) + lo_a
+    b = np.add.outer(np.zeros(256, np.int64), np.arange(256)) + lo_b
+    feeds = {"a": a.astype(np.uint8 if a_type == "u8" else np.int8), "b": b.astype(np.uint8 if b_type == "u8" else np.int8)}
+    want = run_cpu(model, feeds)[0]
+    for isa in ISAS:
+        np.testing.assert_array_equal(run_optim(model, feeds, isa=isa)[0], want, err_msg=f"{isa} {op} sy {sy} ratios {ratios}")
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
