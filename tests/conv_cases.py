@@ -33,11 +33,11 @@ def conv_cases(draw):
 @st.composite
 def depthwise_cases(draw):
     """Depthwise convolutions (one input and one output channel per group): channel counts around the
-    kernels' 8- and 16-lane blocks, 3x3 and 5x5 windows (their register-resident paths) and others, rows
+    kernels' 8- and 16-lane blocks, 3x3, 5x5 and 7x7 windows (their unrolled row paths) and others, rows
     wide enough for the eight- and four-pixel groups, strides, dilations and pads that put pixels on every edge."""
     spatial = draw(st.sampled_from([1, 2, 2, 2]))
     channels = draw(st.sampled_from([1, 3, 8, 16, 17, 33, 96]))
-    k = draw(st.sampled_from([1, 2, 3, 3, 5, 5]))
+    k = draw(st.sampled_from([1, 2, 3, 3, 5, 5, 7]))
     c = dict(
         spatial=spatial, n=draw(st.integers(1, 2)), groups=channels, cin_g=1, cout_g=1,
         kernel=[k] * spatial, strides=[draw(st.sampled_from([1, 1, 2])) for _ in range(spatial)],

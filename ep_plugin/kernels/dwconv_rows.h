@@ -3,8 +3,8 @@
 //   V::Reg, V::Mask, V::kLanes; V::mask_of(channels left), V::zero(), V::load(mask, const float*),
 //   V::fma(a, b, acc) = a * b + acc.
 // Along an output row, pixels whose whole window lies inside the input go several at a time: per tap one
-// weight load feeds one FMA per pixel, at offsets fixed for the row; 3x3 (stride 1 or 2) and 5x5 (stride 1)
-// windows are unrolled at compile time (row_window). Pixels at the edges take their valid taps one by one
+// weight load feeds one FMA per pixel, at offsets fixed for the row; 3x3 (stride 1 or 2), 5x5 and 7x7 (stride
+// 1) windows are unrolled at compile time (row_window). Pixels at the edges take their valid taps one by one
 // (dwconv_taps.h). Every output sums its taps in the same (ky, kx) order on every path and ISA, so the int8
 // forms equal the scalar reference bit for bit. Internal linkage: each ISA's file compiles its own copy
 // with its own flags (one shared inline copy could run AVX-512 code on an AVX2 machine).
@@ -126,9 +126,10 @@ void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, in
       }
     }
     const int64_t image = img * dwconv_image_stride(g);
-    // 3x3 at stride 1 or 2, 5x5 at stride 1 (5x5 at stride 2 measured no faster than the loop below).
+    // 3x3 at stride 1 or 2, 5x5 and 7x7 at stride 1 (5x5 at stride 2 measured no faster than the loop below).
     const bool w3 = g.kh == 3 && g.kw == 3 && (g.sw == 1 || g.sw == 2), w5 = g.kh == 5 && g.kw == 5 && g.sw == 1;
-    if ((w3 || w5) && g.dw == 1 && g.dh == 1) {
+    const bool w7 = g.kh == 7 && g.kw == 7 && g.sw == 1;
+    if ((w3 || w5 || w7) && g.dw == 1 && g.dh == 1) {
       // Eight pixels per step (more independent sums in flight), then four, then one at a time (the
       // general path below would re-derive each tap's offset per pixel).
       const int64_t m_row = m - ox, n8 = (run_end - m) / 8 * 8, n4 = (run_end - m - n8) / 4 * 4;
@@ -143,7 +144,9 @@ void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, in
         rows(dw_row_window<V, 3, 3, 1, 8, LX, FN>, dw_row_window<V, 3, 3, 1, 4, LX, FN>, dw_row_window<V, 3, 3, 1, 1, LX, FN>);
       else if (g.kh == 3)
         rows(dw_row_window<V, 3, 3, 2, 8, LX, FN>, dw_row_window<V, 3, 3, 2, 4, LX, FN>, dw_row_window<V, 3, 3, 2, 1, LX, FN>);
-      else rows(dw_row_window<V, 5, 5, 1, 8, LX, FN>, dw_row_window<V, 5, 5, 1, 4, LX, FN>, dw_row_window<V, 5, 5, 1, 1, LX, FN>);
+      else if (g.kh == 5) rows(dw_row_window<V, 5, 5, 1, 8, LX, FN>, dw_row_window<V, 5, 5, 1, 4, LX, FN>, dw_row_window<V, 5, 5, 1, 1, LX, FN>);
+      else  // 7x7 (ConvNeXt): four pixels a step on both passes; eight spill their sums and ran slower
+        rows(dw_row_window<V, 7, 7, 1, 4, LX, FN>, dw_row_window<V, 7, 7, 1, 4, LX, FN>, dw_row_window<V, 7, 7, 1, 1, LX, FN>);
       m = run_end;
     }
     for (; m + kDwPixels <= run_end; m += kDwPixels) {

@@ -5,6 +5,7 @@ around the row tiles), bias and a fused Relu, on every ISA, within the float tol
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from onnx import helper
 
@@ -42,3 +43,13 @@ def test_float_convolution_matches_the_cpu_ep_on_every_isa(c):
 @given(depthwise_cases())
 def test_float_depthwise_convolution_matches_the_cpu_ep_on_every_isa(c):
     _check_float_convolution(c)
+
+
+@pytest.mark.parametrize("channels", [3, 17, 96])
+@pytest.mark.parametrize("k", [3, 5, 7])
+def test_float_depthwise_windows_along_a_row_match_the_cpu_ep(channels, k):
+    """Stride 1: the unrolled row windows (3x3, 5x5, ConvNeXt's 7x7) over rows of 37 pixels, channel tails
+    included, every ISA."""
+    _check_float_convolution(dict(
+        spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[1, 1], dilations=[1, 1],
+        pads=[k // 2] * 4, size=[11, 37], relu=True, seed=channels * k))

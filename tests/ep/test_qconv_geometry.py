@@ -104,6 +104,16 @@ def test_integer_depthwise_convolution_equals_the_exact_replica_on_every_isa(c):
 
 
 @pytest.mark.parametrize("channels", [3, 17, 96])
+@pytest.mark.parametrize("k", [3, 5, 7])
+def test_integer_depthwise_windows_along_a_row_equal_the_exact_replica(channels, k):
+    """Stride 1: the unrolled row windows (3x3, 5x5, ConvNeXt's 7x7) over rows of 37 pixels, channel tails
+    included, every ISA."""
+    _check_integer_convolution(dict(
+        spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[1, 1], dilations=[1, 1],
+        pads=[k // 2] * 4, size=[11, 37], x_type="u8", y_type="u8", w_zero=0, relu=False, seed=channels * k + 1))
+
+
+@pytest.mark.parametrize("channels", [3, 17, 96])
 @pytest.mark.parametrize("k", [3, 5])
 @pytest.mark.parametrize("x_type", ["u8", "s8"])
 def test_strided_integer_depthwise_reads_the_bytes_exactly(channels, k, x_type):
