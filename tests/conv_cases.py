@@ -52,3 +52,10 @@ def depthwise_cases(draw):
         if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:
             c["pads"][d + spatial] += span - (c["size"][d] + c["pads"][d] + c["pads"][d + spatial])
     return c
+
+
+def row_window_case(channels: int, k: int, **extra) -> dict:
+    """A stride-1 k x k depthwise convolution over rows of 37 pixels: the kernels' unrolled row windows (3x3, 5x5,
+    ConvNeXt's 7x7), channel tails included when channels is not a multiple of 8."""
+    return dict(spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[1, 1], dilations=[1, 1],
+                pads=[k // 2] * 4, size=[11, 37], relu=False, seed=channels * k, **extra)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from onnx import helper
 
-from conv_cases import conv_cases, depthwise_cases
+from conv_cases import conv_cases, depthwise_cases, row_window_case
 from helpers import ISAS, assert_close, make_model, run_cpu
 from optim.ep_plugin import session
 
@@ -48,8 +48,4 @@ def test_float_depthwise_convolution_matches_the_cpu_ep_on_every_isa(c):
 @pytest.mark.parametrize("channels", [3, 17, 96])
 @pytest.mark.parametrize("k", [3, 5, 7])
 def test_float_depthwise_windows_along_a_row_match_the_cpu_ep(channels, k):
-    """Stride 1: the unrolled row windows (3x3, 5x5, ConvNeXt's 7x7) over rows of 37 pixels, channel tails
-    included, every ISA."""
-    _check_float_convolution(dict(
-        spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[1, 1], dilations=[1, 1],
-        pads=[k // 2] * 4, size=[11, 37], relu=True, seed=channels * k))
+    _check_float_convolution(row_window_case(channels, k))

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from onnx import TensorProto, helper, numpy_helper
 
-from conv_cases import conv_cases, depthwise_cases
+from conv_cases import conv_cases, depthwise_cases, row_window_case
 from helpers import IR_VERSION, ISAS, requantize, run_cpu
 from optim.ep_plugin import placement, session
 
@@ -106,11 +106,7 @@ def test_integer_depthwise_convolution_equals_the_exact_replica_on_every_isa(c):
 @pytest.mark.parametrize("channels", [3, 17, 96])
 @pytest.mark.parametrize("k", [3, 5, 7])
 def test_integer_depthwise_windows_along_a_row_equal_the_exact_replica(channels, k):
-    """Stride 1: the unrolled row windows (3x3, 5x5, ConvNeXt's 7x7) over rows of 37 pixels, channel tails
-    included, every ISA."""
-    _check_integer_convolution(dict(
-        spatial=2, n=2, groups=channels, cin_g=1, cout_g=1, kernel=[k, k], strides=[1, 1], dilations=[1, 1],
-        pads=[k // 2] * 4, size=[11, 37], x_type="u8", y_type="u8", w_zero=0, relu=False, seed=channels * k + 1))
+    _check_integer_convolution(row_window_case(channels, k, x_type="u8", y_type="u8", w_zero=0))
 
 
 @pytest.mark.parametrize("channels", [3, 17, 96])
