@@ -94,3 +94,35 @@ def test_a_bias_that_adds_a_dim_keeps_its_add():
     got = sess.run(None, feeds)[0]
     assert got.shape == (1, 2, 9, 24)
     assert np.abs(got - run_cpu(model, feeds)[0]).max() <= Y_SCALE * 1.0001
+
+
+def _then_gelu(model: bytes, approximate: str, requantize: bool) -> bytes:
+    """The model's float output y through Gelu (and a QuantizeLinear to uint8 when requantize): the FFN's middle."""
+    m = onnx.load_from_string(model)
+    for node in m.graph.node:
+        node.output[:] = ["y_lin" if o == "y" else o for o in node.output]
+    m.graph.node.append(N("Gelu", ["y_lin"], ["y_gelu" if requantize else "y"], approximate=approximate, name="gelu"))
+    out = m.graph.output[0]
+    if requantize:
+        m.graph.initializer.extend([numpy_helper.from_array(np.float32(0.03), "gs"), numpy_helper.from_array(np.uint8(20), "gz")])
+        m.graph.node.append(N("QuantizeLinear", ["y_gelu", "gs", "gz"], ["y"], name="requantize"))
+        out.type.tensor_type.elem_type = TensorProto.UINT8
+    m.opset_import[0].version = 20  # Gelu
+    return m.SerializeToString()
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("requantize", [True, False], ids=["then quantized", "float"])
+def test_a_gelu_and_its_quantization_fold_in_too(isa, approximate, requantize):
+    """QGemm -> DQ -> Add(bias) -> Gelu -> QuantizeLinear, one step: the same bytes as the steps apart (the GELU and
+    quantize kernels give a value the same bits wherever it lies in a row)."""
+    base, feeds = _model(rows=70, k=96, n=80, bias="row", seed=5)
+    apart_base, _ = _model(rows=70, k=96, n=80, bias="row", seed=5, keep_unit_output=True)
+    folded = session(_then_gelu(base, approximate, requantize), fallback=False, isa=isa)
+    apart = session(_then_gelu(apart_base, approximate, requantize), fallback=False, isa=isa)
+    want = "QGemm 'unit' + DequantizeLinear 'dq' + Add 'bias_add' + Gelu 'gelu'" + (" + QuantizeLinear 'requantize'" if requantize else "")
+    steps = [s for ss in placement(folded).compiled.values() for s in ss]
+    assert want in steps, steps
+    assert not any("+ Gelu" in s for ss in placement(apart).compiled.values() for s in ss)
+    np.testing.assert_array_equal(folded.run(None, feeds)[0], apart.run(None, feeds)[0], err_msg=f"{approximate} on {isa}")

@@ -20,18 +20,37 @@ DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns)
       throw Error(n.label() + ": its folded bias is not " + std::to_string(columns) + " float32 constants");
     bias_.assign(b->data<float>(), b->data<float>() + columns);
   }
+  if (n.has_attr(kThenGelu)) {
+    gelu_ = true;
+    gelu_op_ = n.attr_s(kThenGelu, "none") == "tanh" ? kernels::UnaryOp::kGeluTanh : kernels::UnaryOp::kGelu;
+  }
+  if (n.attr_i(kRequantizedOutput, 0)) {
+    if (n.inputs.size() < kDqRequantizeEnd) throw Error(n.label() + ": its folded QuantizeLinear lacks its scale or zero point");
+    q_scale_ = float_scalar(g, n.inputs[kDqQScale], "the folded QuantizeLinear's scale");
+    q_zero_ = zero_point(g, n.inputs[kDqQZero]);
+    const ValueInfo* y = g.value(n.outputs[0]);
+    if (!y || (y->dtype != DType::kUint8 && y->dtype != DType::kInt8)) throw Error(n.label() + ": its requantized output is not uint8/int8");
+    to_u8_ = y->dtype == DType::kUint8;
+    requantize_ = true;
+  }
   active_ = true;
 }
 
-void DequantizeAfter::apply(const RunContext& rc, const uint8_t* q, float* y, int64_t ld, int64_t m0, int64_t m1,
+void DequantizeAfter::apply(const RunContext& rc, const uint8_t* q, void* y, int64_t ld, int64_t m0, int64_t m1,
                             int64_t j0, int64_t j1) const {
   if (j1 <= j0) return;
+  thread_local std::vector<float> buffer;  // the float row when the output is requantized
+  if (requantize_ && buffer.size() < static_cast<size_t>(j1 - j0)) buffer.resize(static_cast<size_t>(j1 - j0));
+  const int64_t n = j1 - j0;
   for (int64_t m = m0; m < m1; ++m) {
-    float* row = y + m * ld;
-    rc.kernels.dequantize(q + m * ld + j0, true, zero_, scale_, row + j0, j1 - j0);
-    if (bias_.empty()) continue;
-    const float* b = bias_.data();
-    for (int64_t j = j0; j < j1; ++j) row[j] = row[j] + b[j];  // Add's one rounding, whatever the vector width
+    float* v = requantize_ ? buffer.data() : static_cast<float*>(y) + m * ld + j0;  // columns [j0, j1)
+    rc.kernels.dequantize(q + m * ld + j0, true, zero_, scale_, v, n);
+    if (!bias_.empty()) {
+      const float* b = bias_.data() + j0;
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] + b[j];  // Add's one rounding, whatever the vector width
+    }
+    if (gelu_) rc.kernels.unary(gelu_op_, v, v, n);
+    if (requantize_) rc.kernels.quantize(v, q_scale_, q_zero_, to_u8_, static_cast<uint8_t*>(y) + m * ld + j0, n);
   }
 }
 

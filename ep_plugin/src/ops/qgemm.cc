@@ -88,7 +88,7 @@ class QGemmImpl : public Op {
     const TileDone done = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
       if (after_) after_.apply(rc, c, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
       if (lut_) lut_.apply(rc, c, n_, m0, m1, j0, std::min(j1, n_));
-      if (dequantized_) dequantized_.apply(rc, static_cast<const uint8_t*>(c), out[0].as<float>(), n_, m0, m1, j0, std::min(j1, n_));
+      if (dequantized_) dequantized_.apply(rc, static_cast<const uint8_t*>(c), out[0].data, n_, m0, m1, j0, std::min(j1, n_));
     };
     if (!packed8_.empty()) {
       run_u8s8(rc, m, in[0], c, done);

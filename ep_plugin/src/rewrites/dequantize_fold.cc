@@ -1,13 +1,47 @@
 // Folds the DequantizeLinear that alone reads a QGemm's uint8 output, and the Add of a constant bias row that
 // alone reads that (transformers quantized MatMul-only: QGemm -> DequantizeLinear -> Add(bias) -> float ops),
 // into the QGemm (ops/dequantize_after.h): inputs kDqScale / kDqZero / kDqBias, attribute dequantized_output,
-// and the last folded node's float output as its own. Runs after the QAdd folds (a unit has one or the other).
+// and the last folded node's float output as its own. Then the Gelu that alone reads that (attribute then_gelu)
+// and the per-tensor QuantizeLinear that alone reads the Gelu (inputs kDqQScale / kDqQZero, attribute
+// requantized_output): the FFN's middle, from one quantized MatMul to the next, in one step. Runs after the QAdd
+// folds (a unit has one or the other).
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
 #include "../ops/dequantize_after.h"
 
 namespace optim {
+
+namespace {
+
+// A Gelu that alone reads the unit's float output, then a QuantizeLinear (one constant scale and zero point) that
+// alone reads the Gelu's: folded in, the unit's output becomes the last one's.
+void fold_gelu_and_quantize(Graph& g, Matcher& m, Node& unit, std::string* label) {
+  const Node* gelu = m.sole_reader(unit.outputs[0]);
+  const std::string approximate = gelu ? gelu->attr_s("approximate", "none") : "";
+  if (!is_onnx_op(gelu, "Gelu") || gelu->inputs[0] != unit.outputs[0] || (approximate != "none" && approximate != "tanh")) return;
+  unit.set_attr_s(kThenGelu, approximate);
+  *label += " + " + gelu->label();
+  unit.outputs[0] = gelu->outputs[0];
+  m.kill(gelu);
+  const Node* q = m.sole_reader(unit.outputs[0]);
+  if (!is_onnx_op(q, "QuantizeLinear") || q->inputs[0] != unit.outputs[0] || q->inputs.size() < 2) return;
+  const Tensor* scale = g.constant(q->inputs[1]);
+  const Tensor* zero = q->has_input(2) ? g.constant(q->inputs[2]) : nullptr;
+  const ValueInfo* y = g.value(q->outputs[0]);
+  if (!scale || scale->dtype != DType::kFloat32 || scale->numel() != 1 || !zero || zero->numel() != 1 || !y ||
+      (y->dtype != DType::kUint8 && y->dtype != DType::kInt8) || zero->dtype != y->dtype || q->attr_i("saturate", 1) != 1)
+    return;
+  unit.inputs.resize(kDqRequantizeEnd);
+  unit.inputs[kDqQScale] = q->inputs[1];
+  unit.inputs[kDqQZero] = q->inputs[2];
+  unit.set_attr_i(kRequantizedOutput, 1);
+  *label += " + " + q->label();
+  unit.outputs[0] = q->outputs[0];
+  m.kill(q);
+}
+
+}  // namespace
 
 size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
@@ -42,6 +76,7 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
       unit.outputs[0] = add->outputs[0];
       m.kill(add);
     }
+    fold_gelu_and_quantize(g, m, unit, &label);
     unit.set_attr_s("fused", unit.has_attr("fused") ? unit.attr_s("fused", "") + " + " + label : label);
     ++folded;
   }
