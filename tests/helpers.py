@@ -56,6 +56,23 @@ def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[n
     return session(model, fallback=False, isa=isa, **options).run(None, feeds)
 
 
+def run_folded_and_apart(model: bytes, apart_model: bytes, feeds: dict, isa: str, folded_step) -> np.ndarray:
+    """A rewrite that folds one step into another, checked the same way everywhere: `model` on OptimEP must have a
+    step for which folded_step(label) holds, `apart_model` (the same graph with the folded value kept as a graph
+    output, which no fold touches) none, and their first outputs the same bytes. Returns the folded output."""
+    from optim.ep_plugin import placement
+
+    folded = session(model, fallback=False, isa=isa)
+    apart = session(apart_model, fallback=False, isa=isa)
+    steps = [s for ss in placement(folded).compiled.values() for s in ss]
+    assert any(folded_step(s) for s in steps), steps
+    apart_steps = [s for ss in placement(apart).compiled.values() for s in ss]
+    assert not any(folded_step(s) for s in apart_steps), apart_steps
+    got = folded.run(None, feeds)[0]
+    np.testing.assert_array_equal(got, apart.run(None, feeds)[0], err_msg=f"on {isa}")
+    return got
+
+
 def assert_close(ours: np.ndarray, ref: np.ndarray, atol: float = FLOAT_ATOL, rtol: float = FLOAT_RTOL, what: str = ""):
     """Shape, dtype, NaN and infinity positions equal; values within atol + rtol*|ref| (integers equal);
     a failure names the worst element with max_abs and max_rel."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu
+from helpers import IR_VERSION, ISAS, run_cpu, run_folded_and_apart
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -81,12 +81,7 @@ CASES = {
 def test_a_folded_table_gives_the_bytes_of_the_pair_kept_apart(case, isa):
     model, feeds = _model(**CASES[case])
     apart_model, _ = _model(**CASES[case], keep_unit_output=True)
-    folded = session(model, fallback=False, isa=isa)
-    apart = session(apart_model, fallback=False, isa=isa)
-    assert any(s.endswith(" + QLut 'table'") for s in _steps(folded)), _steps(folded)
-    assert not any("+ QLut" in s for s in _steps(apart)), _steps(apart)
-    got = folded.run(None, feeds)[0]
-    np.testing.assert_array_equal(got, apart.run(None, feeds)[0], err_msg=f"{case} on {isa}")
+    got = run_folded_and_apart(model, apart_model, feeds, isa, lambda s: s.endswith(" + QLut 'table'"))
     ref = run_cpu(model, feeds)[0]
     # One step at the unit can move the table's output further where the activation is steep.
     assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= 4 * INT8_STEP_TOLERANCE

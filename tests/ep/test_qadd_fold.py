@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu
+from helpers import IR_VERSION, ISAS, run_cpu, run_folded_and_apart
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -78,13 +78,7 @@ CASES = {
 def test_folded_add_gives_the_bytes_of_the_pair_kept_apart(case, isa):
     folded_model, feeds = _model(**CASES[case])
     apart_model, _ = _model(**CASES[case], keep_unit_output=True)
-    folded = session(folded_model, fallback=False, isa=isa)
-    apart = session(apart_model, fallback=False, isa=isa)
-    steps = [s for ss in placement(folded).compiled.values() for s in ss]
-    assert any(s.endswith(" + QAdd 'add'") for s in steps), steps
-    assert not any("+ QAdd" in s for ss in placement(apart).compiled.values() for s in ss)
-    got = folded.run(None, feeds)[0]
-    np.testing.assert_array_equal(got, apart.run(None, feeds)[0], err_msg=f"{case} on {isa}")
+    got = run_folded_and_apart(folded_model, apart_model, feeds, isa, lambda s: "+ QAdd" in s)
     ref = run_cpu(folded_model, feeds)[0]
     assert np.abs(got.astype(np.int32) - ref.astype(np.int32)).max() <= INT8_STEP_TOLERANCE + 1
 

@@ -1,5 +1,7 @@
 // NhwcQConv (qconv_nhwc.h): the integer channels-last convolution unit.
+#include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "qconv_nhwc.h"
 
@@ -26,6 +28,9 @@ NhwcQConv::NhwcQConv(const Node& n, const Graph& g) {
   ep_.scale_col = nullptr;  // set per group at run time
   after_ = QAddAfter(n, g);
   lut_ = LutAfter(n, ep_.out == kernels::QuantOut::kInt8);
+  gate_ = GateBefore(n, g);
+  if (gate_ && (!cg_.is_pointwise() || x_dtype_ != DType::kUint8))
+    throw Error(n.label() + ": a gate folded into a unit that is not a 1x1 convolution of uint8");
 }
 
 void NhwcQConv::prepare(const kernels::KernelTable& kt) {
@@ -66,6 +71,7 @@ void NhwcQConv::prepare(const kernels::KernelTable& kt) {
 
 size_t NhwcQConv::scratch_bytes(const std::vector<const Shape*>& in) const {
   const NhwcConvLayout l(cg_, *in[0]);
+  if (gate_) return static_cast<size_t>(gated_slots(l)) * gated_slot_bytes();
   if (depthwise_ || reads_in_place(l)) return 0;
   return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
 }
@@ -79,6 +85,10 @@ void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, cons
                     after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0};
   if (depthwise_) {
     run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep, other);
+    return;
+  }
+  if (gate_) {
+    run_gated(rc, l, in[0], in[kGate], static_cast<uint8_t*>(out[0].data), other.base, other.ldo);
     return;
   }
   const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
@@ -222,6 +232,44 @@ void NhwcQConv::prepare_all(const RunContext& rc, const NhwcConvLayout& l, const
       else
         prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
                           [zx](int8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+    }
+  });
+}
+
+// Gated (gate_before.h): blocks of rows of one image over the pool; each gates its rows into the thread's slot,
+// next to the gate row repeated for them, and runs the 1x1 GEMM on them there.
+int64_t NhwcQConv::gated_rows() const { return std::clamp<int64_t>(kGatedBlockBytes / std::max<int64_t>(cg_.cin_g, 1), 16, 1024); }
+
+int64_t NhwcQConv::gated_slots(const NhwcConvLayout& l) const {
+  const int64_t blocks = l.n * ((l.pixels() + gated_rows() - 1) / gated_rows());
+  return std::clamp<int64_t>(blocks, 1, kGatedSlots);
+}
+
+// A slot: the gated rows, the repeated gate row, the GEMM's own scratch; each part 64-byte aligned.
+size_t NhwcQConv::gated_part_bytes() const { return (static_cast<size_t>(gated_rows() * cg_.cin_g) + 63) / 64 * 64; }
+
+size_t NhwcQConv::gated_slot_bytes() const { return 2 * gated_part_bytes() + (pointwise_scratch_bytes(gated_rows()) + 63) / 64 * 64; }
+
+void NhwcQConv::run_gated(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, const TensorRef& gate,
+                          uint8_t* y, const uint8_t* other, int64_t ldo) const {
+  const int64_t c = cg_.cin_g, per_image = (l.pixels() + gated_rows() - 1) / gated_rows();
+  const int64_t gate_stride = gate_.gate_stride(*gate.shape, *x.shape);
+  const auto* map = static_cast<const uint8_t*>(x.data);
+  const auto* gates = static_cast<const uint8_t*>(gate.data);
+  std::atomic<int64_t> next{0};
+  rc.parallel_for(static_cast<size_t>(gated_slots(l)), [&](size_t slot) {
+    uint8_t* gated = static_cast<uint8_t*>(rc.scratch()) + slot * gated_slot_bytes();
+    uint8_t* repeated = gated + gated_part_bytes();  // the gate row, once per row of a block
+    void* pw_scratch = repeated + gated_part_bytes();
+    int64_t repeated_image = -1;
+    for (int64_t b; (b = next.fetch_add(1)) < l.n * per_image;) {
+      const int64_t img = b / per_image, p0 = b % per_image * gated_rows(), rows = std::min(gated_rows(), l.pixels() - p0);
+      if (repeated_image != img && (gate_stride || repeated_image < 0))
+        for (int64_t r = 0; r < gated_rows(); ++r) std::memcpy(repeated + r * c, gates + img * gate_stride, static_cast<size_t>(c));
+      repeated_image = img;
+      const int64_t first = img * l.pixels() + p0;
+      gate_.apply(rc, map + first * c, repeated, rows, c, gated);
+      pointwise_rows(rc, gated, rows, y + first * cg_.cout, ldo ? other + first * cg_.cout : other, ldo, pw_scratch);
     }
   });
 }

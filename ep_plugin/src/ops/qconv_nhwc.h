@@ -11,6 +11,7 @@
 
 #include "../aligned_vector.h"
 #include "conv_nhwc.h"
+#include "gate_before.h"
 #include "lut_after.h"
 #include "qadd_after.h"
 #include "qgemm.h"
@@ -56,6 +57,14 @@ class NhwcQConv : public Op {
   void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
                      const kernels::QgemmEpilogue& ep, const Other& other) const;
   bool depthwise_exact() const;
+  static constexpr int64_t kGatedBlockBytes = 32 << 10;  // a block of gated rows: in L1/L2 for the GEMM
+  static constexpr int64_t kGatedSlots = 16;
+  int64_t gated_rows() const;
+  int64_t gated_slots(const NhwcConvLayout& l) const;
+  size_t gated_part_bytes() const;
+  size_t gated_slot_bytes() const;
+  void run_gated(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, const TensorRef& gate, uint8_t* y,
+                 const uint8_t* other, int64_t ldo) const;
   // The uint8 the u8 x s8 kernels see for the zero point (int8 values are flipped by +128).
   int32_t stored_zero() const { return x_zero_ + (x_dtype_ == DType::kInt8 ? 128 : 0); }
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
@@ -79,6 +88,7 @@ class NhwcQConv : public Op {
   kernels::QgemmEpilogue ep_;
   QAddAfter after_;
   LutAfter lut_;  // after the QAdd
+  GateBefore gate_;
 };
 
 }  // namespace optim

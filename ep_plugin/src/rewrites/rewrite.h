@@ -68,6 +68,7 @@ size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // 
 size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
 size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx);         // depthwise_pointwise.cc
 size_t fold_qdepthwise_blocks(Graph& g, RewriteContext& ctx);                // qdepthwise_block.cc
+size_t fold_gates_into_units(Graph& g, RewriteContext& ctx);                 // gate_fold.cc
 size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc

@@ -14,7 +14,7 @@ const std::vector<Rewrite>& rewrite_list() {
   // the quantized Adds after integer units likewise, then their lookup tables, the DequantizeLinears before
   // global pools, then a QGemm's DequantizeLinear and bias Add);
   // then, on the final convolutions, depthwise ones (float, then int8 with their residual QAdds already in the
-  // projections) and squeeze-excite gates into the 1x1 ones that read them
+  // projections) and squeeze-excite gates (float, and int8 after the blocks) into the 1x1 ones that read them
   // and the Winograd choice;
   // float MatMuls' bias Adds last (after the units, which take their own biases, and the GELU fusion, which
   // reads the Add's output by name).
@@ -37,6 +37,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"dequantize_fold", fold_dequantize_into_gemms},
       {"depthwise_pointwise", fold_depthwise_into_pointwise},
       {"qdepthwise_block", fold_qdepthwise_blocks},
+      {"gate_fold", fold_gates_into_units},
       {"channel_scales", fold_channel_scales},
       {"winograd", choose_winograd},
       {"matmul_bias", fuse_matmul_bias},
