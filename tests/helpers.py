@@ -56,6 +56,21 @@ def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[n
     return session(model, fallback=False, isa=isa, **options).run(None, feeds)
 
 
+def step_ops(labels: list[str]) -> list[str]:
+    """The op type of each compiled step (its label's first word). A stem convolution that reads the partition's
+    channels-first input itself (rewrites/nchw_stem.cc, "ToNhwc 'x' + NhwcConv 'c' ...") counts as the ToNhwc and
+    the convolution it stands for, so layout tests read the same either way."""
+    ops = []
+    for label in labels:
+        parts = label.split(" + ")
+        host = parts[1].split(" ")[0] if len(parts) > 1 else ""
+        if parts[0].startswith("ToNhwc ") and host in ("NhwcConv", "NhwcQConv"):
+            ops += ["ToNhwc", host]
+        else:
+            ops.append(label.split(" ")[0])
+    return ops
+
+
 def run_folded_and_apart(model: bytes, apart_model: bytes, feeds: dict, isa: str, folded_step) -> np.ndarray:
     """A rewrite that folds one step into another, checked the same way everywhere: `model` on OptimEP must have a
     step for which folded_step(label) holds, `apart_model` (the same graph with the folded value kept as a graph

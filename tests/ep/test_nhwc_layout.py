@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu
+from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu, step_ops
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -23,7 +23,7 @@ def _steps(sess) -> list[str]:
 
 
 def _ops(steps: list[str]) -> list[str]:
-    return [s.split(" ")[0] for s in steps]
+    return step_ops(steps)
 
 
 def _check(model: bytes, feeds: dict, **options) -> list[str]:

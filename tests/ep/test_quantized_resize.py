@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu
+from helpers import IR_VERSION, ISAS, run_cpu, step_ops
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -23,7 +23,7 @@ ONNX_OF = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
 
 
 def _ops(sess) -> list[str]:
-    return [s.split(" ")[0] for ss in placement(sess).compiled.values() for s in ss]
+    return step_ops([s for ss in placement(sess).compiled.values() for s in ss])
 
 
 def _bytes(rng, t, shape):

@@ -57,7 +57,7 @@ def _model(c) -> tuple[bytes, dict]:
 
 
 def _conv_step(sess) -> str:
-    steps = [s for steps in placement(sess).compiled.values() for s in steps if s.startswith(("NhwcConv ", "Conv "))]
+    steps = [s for steps in placement(sess).compiled.values() for s in steps if s.startswith("Conv ") or "NhwcConv '" in s]
     assert len(steps) == 1, steps
     return steps[0]
 

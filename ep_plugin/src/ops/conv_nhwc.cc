@@ -148,6 +148,9 @@ class NhwcConvImpl : public Op {
     channel_scale_ = n.has_input(6);
     if (channel_scale_ && (!cg_.is_pointwise() || winograd_ || n.has_attr("dw_group")))
       throw Error(n.label() + ": a folded channel scale needs a 1x1 convolution of stride 1 without padding");
+    nchw_input_ = n.attr_i(kNchwInputAttr, 0) != 0;  // a stem reading the partition's NCHW input (rewrites/nchw_stem.cc)
+    if (nchw_input_ && (depthwise_ || winograd_ || channel_scale_ || expanded_ || n.has_attr("dw_group") || cg_.spatial != 2))
+      throw Error(n.label() + ": only a plain 2-D convolution reads its input channels-first");
     if (n.has_attr("dw_group")) {  // a depthwise convolution folded in before this 1x1 one
       if (!cg_.is_pointwise() || winograd_)
         throw Error(n.label() + ": a folded depthwise convolution needs a 1x1 convolution of stride 1 without padding after it");
@@ -207,7 +210,7 @@ class NhwcConvImpl : public Op {
       prepared = static_cast<size_t>(l.n) * kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) * sizeof(float);
     else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
-    else if (!depthwise_ && l.reads_padding)
+    else if (!depthwise_ && (l.reads_padding || nchw_input_))
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
   }
@@ -254,6 +257,10 @@ class NhwcConvImpl : public Op {
   // What this convolution's own geometry applies to: the folded depthwise's output (a 1x1 convolution that
   // took one), the folded expansion's (a depthwise that took one), or x itself.
   Shape conv_input_shape(const Shape& x) const {
+    if (nchw_input_) {  // [N, C, H, W] read as the [N, H, W, C] it stands for
+      if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
+      return {x[0], x[2], x[3], x[1]};
+    }
     if (depthwise_before_) return depthwise_before_->output_shape(x);
     if (expanded_) {  // this depthwise's input: the folded expansion's output, C channels per pixel
       Shape mid = x;
@@ -340,7 +347,7 @@ class NhwcConvImpl : public Op {
                             [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { rc.kernels.conv_gemm_f32(m0, m1, p0, p1, a); });
       }
     };
-    if (!l.reads_padding) {  // read the input where it lies
+    if (!l.reads_padding && !nchw_input_) {  // read the input where it lies
       gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
       return;
     }
@@ -431,8 +438,12 @@ class NhwcConvImpl : public Op {
     rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
       const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
       const int64_t img = i0 + u / cg_.group, gi = u % cg_.group;
-      prepare_nhwc_rows(l, x + img * l.h * l.w * l.c, l.c, gi * cg_.cin_g, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f,
-                        CopyValue{}, r0, std::min(l.hp, r0 + rows_per_task));
+      if (nchw_input_)
+        prepare_nchw_rows(l, x + img * l.h * l.w * l.c, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f, CopyValue{}, r0,
+                          std::min(l.hp, r0 + rows_per_task));
+      else
+        prepare_nhwc_rows(l, x + img * l.h * l.w * l.c, l.c, gi * cg_.cin_g, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f,
+                          CopyValue{}, r0, std::min(l.hp, r0 + rows_per_task));
     });
   }
 
@@ -450,6 +461,7 @@ class NhwcConvImpl : public Op {
   std::unique_ptr<DepthwiseStage> depthwise_before_;  // "dw_" attributes (rewrites/depthwise_pointwise.cc)
   std::unique_ptr<DepthwiseStage> expanded_;  // this depthwise with the expansion before it ("ex_" attributes)
   bool pooled_ = false;  // output 1: the global average pool of output 0 (a squeeze-excite's)
+  bool nchw_input_ = false;     // input 0 is [N, C, H, W] (rewrites/nchw_stem.cc)
   bool channel_scale_ = false;  // input 6: a squeeze-excite gate on the input channels (rewrites/channel_scale.cc)
 };
 

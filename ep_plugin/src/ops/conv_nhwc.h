@@ -48,12 +48,13 @@ struct CopyValue {
   T operator()(T v) const { return v; }
 };
 
-// Copies rows [r0, r1) of the prepared input of one (image, group): x_img is the image's first value,
-// channels [c0, c0 + cin) of c_total are taken, each pixel gets kt >= cin slots; padding pixels and
-// the slots past cin hold `pad`. convert(x) gives the stored value of an input.
+// Copies rows [r0, r1) of the prepared input of one (image, group) from x, the group's first value, whose
+// strides in elements are `row_step` between input rows, `pixel_step` between pixels of a row and
+// `channel_step` between a pixel's channels; each pixel gets kt >= cin slots; padding pixels and the slots past
+// cin hold `pad`. convert(x) gives the stored value of an input.
 template <typename T, typename Out, typename Convert>
-void prepare_nhwc_rows(const NhwcConvLayout& l, const T* x_img, int64_t c_total, int64_t c0, int64_t cin, int64_t kt,
-                       Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
+void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t pixel_step, int64_t channel_step,
+                  int64_t cin, int64_t kt, Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
   const int64_t col_lo = std::min(l.wp, l.pw), col_hi = std::clamp<int64_t>(l.pw + l.w, col_lo, l.wp);
   for (int64_t r = r0; r < r1; ++r) {
     Out* row = dst + r * l.wp * kt;
@@ -64,21 +65,39 @@ void prepare_nhwc_rows(const NhwcConvLayout& l, const T* x_img, int64_t c_total,
     }
     std::fill(row, row + col_lo * kt, pad);
     std::fill(row + col_hi * kt, row + l.wp * kt, pad);
-    const T* src = x_img + (iy * l.w + (col_lo - l.pw)) * c_total + c0;
+    const T* src = x + iy * row_step + (col_lo - l.pw) * pixel_step;
     Out* out = row + col_lo * kt;
     const int64_t cols = col_hi - col_lo;
     if constexpr (std::is_same_v<T, Out> && std::is_same_v<Convert, CopyValue>) {
-      if (cin == kt && cin == c_total) {
+      if (cin == kt && cin == pixel_step && channel_step == 1) {
         std::memcpy(out, src, static_cast<size_t>(cols * cin) * sizeof(T));
         continue;
       }
     }
-    for (int64_t px = 0; px < cols; ++px, src += c_total, out += kt) {
-      for (int64_t c = 0; c < cin; ++c) out[c] = convert(src[c]);
+    for (int64_t px = 0; px < cols; ++px, src += pixel_step, out += kt) {
+      for (int64_t c = 0; c < cin; ++c) out[c] = convert(src[c * channel_step]);
       for (int64_t c = cin; c < kt; ++c) out[c] = pad;
     }
   }
 }
+
+// From a channels-last image x_img: channels [c0, c0 + cin) of c_total.
+template <typename T, typename Out, typename Convert>
+void prepare_nhwc_rows(const NhwcConvLayout& l, const T* x_img, int64_t c_total, int64_t c0, int64_t cin, int64_t kt,
+                       Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
+  prepare_rows(l, x_img + c0, l.w * c_total, c_total, 1, cin, kt, dst, pad, convert, r0, r1);
+}
+
+// From a channels-first image x_img [C, H, W], every channel (a stem convolution reading the partition's NCHW
+// input, rewrites/nchw_stem.cc).
+template <typename T, typename Out, typename Convert>
+void prepare_nchw_rows(const NhwcConvLayout& l, const T* x_img, int64_t c, int64_t kt, Out* dst, Out pad, Convert convert,
+                       int64_t r0, int64_t r1) {
+  prepare_rows(l, x_img, l.w, 1, l.h * l.w, c, kt, dst, pad, convert, r0, r1);
+}
+
+// The attribute of an NhwcConv / NhwcQConv that reads its input channels-first (rewrites/nchw_stem.cc).
+constexpr const char* kNchwInputAttr = "nchw_input";
 
 // Weights [Cout, Cin/g, kh(, kw)] of group g as a GEMM B of (taps * kt) x cout_g, tap-major, channels
 // padded with zeros to kt: b[(t * kt + c) * cout_g + j] = value(W[g * cout_g + j][c][t]).

@@ -29,13 +29,16 @@ NhwcQConv::NhwcQConv(const Node& n, const Graph& g) {
   after_ = QAddAfter(n, g);
   lut_ = LutAfter(n, ep_.out == kernels::QuantOut::kInt8);
   gate_ = GateBefore(n, g);
+  nchw_input_ = n.attr_i(kNchwInputAttr, 0) != 0;  // a stem reading the partition's NCHW input (rewrites/nchw_stem.cc)
+  if (nchw_input_ && (cg_.group != 1 || cg_.spatial != 2 || gate_))
+    throw Error(n.label() + ": only a plain 2-D convolution reads its input channels-first");
   if (gate_ && (!cg_.is_pointwise() || x_dtype_ != DType::kUint8))
     throw Error(n.label() + ": a gate folded into a unit that is not a 1x1 convolution of uint8");
 }
 
 void NhwcQConv::prepare(const kernels::KernelTable& kt) {
   const int64_t taps = cg_.k_dim() / cg_.cin_g, cout_g = cg_.cout / cg_.group;
-  depthwise_ = cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
+  depthwise_ = !nchw_input_ && cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
   if (depthwise_) {
     dw_.resize(static_cast<size_t>(taps * cg_.cout));
     for (int64_t c = 0; c < cg_.cout; ++c)
@@ -70,14 +73,14 @@ void NhwcQConv::prepare(const kernels::KernelTable& kt) {
 }
 
 size_t NhwcQConv::scratch_bytes(const std::vector<const Shape*>& in) const {
-  const NhwcConvLayout l(cg_, *in[0]);
+  const NhwcConvLayout l = layout(*in[0]);
   if (gate_) return static_cast<size_t>(gated_slots(l)) * gated_slot_bytes();
   if (depthwise_ || reads_in_place(l)) return 0;
   return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
 }
 
 void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const {
-  const NhwcConvLayout l(cg_, *in[0].shape);
+  const NhwcConvLayout l = layout(*in[0].shape);
   if (l.n == 0 || l.pixels() == 0) return;
   const kernels::QgemmEpilogue ep = epilogue();
   // A folded QAdd goes over each block of output pixels the kernel finished, while it is in cache.
@@ -205,7 +208,7 @@ int64_t NhwcQConv::images_per_turn(const NhwcConvLayout& l) const {
   return std::clamp<int64_t>(kNhwcPrepBudgetBytes / std::max<int64_t>(per_image, 1), 1, std::max<int64_t>(l.n, 1));
 }
 
-  // The prepared copies of images [i0, i0 + images), every group, rows shared out over the pool.
+// The prepared copies of images [i0, i0 + images), every group, rows shared out over the pool.
 void NhwcQConv::prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
                           uint8_t* dst) const {
   const int64_t per = l.prepared_elems(kt_);
@@ -216,22 +219,20 @@ void NhwcQConv::prepare_all(const RunContext& rc, const NhwcConvLayout& l, const
     const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
     const int64_t r1 = std::min(l.hp, r0 + rows_per_task);
     const int64_t img = i0 + u / cg_.group, c0 = u % cg_.group * cg_.cin_g, image = img * l.h * l.w * l.c;
+    // From the channels-last input, or (a stem, nchw_input) the channels-first one: one image's values.
+    auto prepare = [&](auto* src, auto* d, auto pad, auto convert) {
+      if (nchw_input_) prepare_nchw_rows(l, src + image, cg_.cin_g, kt_, d, pad, convert, r0, r1);
+      else prepare_nhwc_rows(l, src + image, l.c, c0, cg_.cin_g, kt_, d, pad, convert, r0, r1);
+    };
     if (u8s8_) {
       uint8_t* d = dst + u * per;
       const auto pad = static_cast<uint8_t>(stored_zero());
-      if (x_dtype_ == DType::kUint8)
-        prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad, CopyValue{}, r0, r1);
-      else
-        prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, pad,
-                          [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); }, r0, r1);
+      if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), d, pad, CopyValue{});
+      else prepare(x.as<int8_t>(), d, pad, [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
     } else {
       int16_t* d = reinterpret_cast<int16_t*>(dst) + u * per;
-      if (x_dtype_ == DType::kUint8)
-        prepare_nhwc_rows(l, x.as<uint8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
-                          [zx](uint8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
-      else
-        prepare_nhwc_rows(l, x.as<int8_t>() + image, l.c, c0, cg_.cin_g, kt_, d, int16_t{0},
-                          [zx](int8_t v) { return static_cast<int16_t>(v - zx); }, r0, r1);
+      if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), d, int16_t{0}, [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
+      else prepare(x.as<int8_t>(), d, int16_t{0}, [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
     }
   });
 }
@@ -272,6 +273,12 @@ void NhwcQConv::run_gated(const RunContext& rc, const NhwcConvLayout& l, const T
       pointwise_rows(rc, gated, rows, y + first * cg_.cout, ldo ? other + first * cg_.cout : other, ldo, pw_scratch);
     }
   });
+}
+
+Shape NhwcQConv::channels_last(const Shape& x) const {
+  if (!nchw_input_) return x;
+  if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
+  return {x[0], x[2], x[3], x[1]};
 }
 
 kernels::QgemmEpilogue NhwcQConv::epilogue() const {

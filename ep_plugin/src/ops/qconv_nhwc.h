@@ -22,7 +22,9 @@ class NhwcQConv : public Op {
  public:
   NhwcQConv(const Node& n, const Graph& g);
   void prepare(const kernels::KernelTable& kt) override;
-  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override { return {nhwc_conv_output_shape(cg_, *in[0])}; }
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    return {nhwc_conv_output_shape(cg_, channels_last(*in[0]))};
+  }
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override;
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override;
 
@@ -69,8 +71,12 @@ class NhwcQConv : public Op {
   int32_t stored_zero() const { return x_zero_ + (x_dtype_ == DType::kInt8 ? 128 : 0); }
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
   bool reads_in_place(const NhwcConvLayout& l) const {
-    return u8s8_ && x_dtype_ == DType::kUint8 && kt_ == cg_.cin_g && !l.reads_padding;
+    return u8s8_ && x_dtype_ == DType::kUint8 && kt_ == cg_.cin_g && !l.reads_padding && !nchw_input_;
   }
+  // Input shape x as the channels-last shape it stands for (x itself, or with nchw_input [N, C, H, W] read as
+  // [N, H, W, C]), and the geometry for it.
+  Shape channels_last(const Shape& x) const;
+  NhwcConvLayout layout(const Shape& x) const { return NhwcConvLayout(cg_, channels_last(x)); }
   int64_t images_per_turn(const NhwcConvLayout& l) const;
   void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
                    uint8_t* dst) const;
@@ -89,6 +95,7 @@ class NhwcQConv : public Op {
   QAddAfter after_;
   LutAfter lut_;  // after the QAdd
   GateBefore gate_;
+  bool nchw_input_ = false;  // input 0 is [N, C, H, W] (rewrites/nchw_stem.cc)
 };
 
 }  // namespace optim

@@ -72,6 +72,7 @@ size_t fold_gates_into_units(Graph& g, RewriteContext& ctx);                 // 
 size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
+size_t read_nchw_in_stems(Graph& g, RewriteContext& ctx);                    // nchw_stem.cc
 size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx);                 // qadd_fold.cc
 size_t fold_luts_into_units(Graph& g, RewriteContext& ctx);                  // lut_fold.cc
 size_t fold_dequantize_into_pools(Graph& g, RewriteContext& ctx);            // dequantize_pool.cc

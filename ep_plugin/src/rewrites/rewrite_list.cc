@@ -16,8 +16,9 @@ const std::vector<Rewrite>& rewrite_list() {
   // then, on the final convolutions, depthwise ones (float, then int8 with their residual QAdds already in the
   // projections) and squeeze-excite gates (float, and int8 after the blocks) into the 1x1 ones that read them
   // and the Winograd choice;
-  // float MatMuls' bias Adds last (after the units, which take their own biases, and the GELU fusion, which
-  // reads the Add's output by name).
+  // float MatMuls' bias Adds (after the units, which take their own biases, and the GELU fusion, which
+  // reads the Add's output by name); last, stems reading the partition's channels-first input (after every
+  // choice that rules a convolution out).
   static const std::vector<Rewrite> list = {
       {"quantized_data_movement", keep_quantized_through_data_movement},
       {"qdq_concat", quantize_concat_inputs},
@@ -41,6 +42,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"channel_scales", fold_channel_scales},
       {"winograd", choose_winograd},
       {"matmul_bias", fuse_matmul_bias},
+      {"nchw_stem", read_nchw_in_stems},
   };
   return list;
 }

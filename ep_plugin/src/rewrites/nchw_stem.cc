@@ -1,0 +1,47 @@
+// Folds the layout change at a partition's input into the stem convolution that alone reads it: ToNhwc(x) ->
+// NhwcConv / NhwcQConv with few input channels (an RGB image) becomes the convolution reading x [N, C, H, W]
+// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc.h, prepare_nchw_rows), so
+// the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
+// choices of the rewrites before (Winograd, folded depthwise, channel scales, blocks, gates) rule one out.
+#include "rewrite.h"
+
+#include "../graph_matcher.h"
+#include "../ops/conv_nhwc.h"
+#include "../ops/gate_before.h"
+
+namespace optim {
+
+namespace {
+
+constexpr int64_t kMaxStemChannels = 4;  // more: the channels-first reads cost more than the transpose they save
+
+}  // namespace
+
+size_t read_nchw_in_stems(Graph& g, RewriteContext& ctx) {
+  Matcher m(g, ctx.outputs);
+  size_t folded = 0;
+  for (Node& layout : g.nodes) {
+    if (!is_internal_op(&layout, "ToNhwc") || layout.inputs.empty()) continue;
+    Node* conv = const_cast<Node*>(m.sole_reader(layout.outputs[0]));
+    const bool integer = is_internal_op(conv, "NhwcQConv");
+    if (!(integer || is_internal_op(conv, "NhwcConv")) || conv->inputs[0] != layout.outputs[0]) continue;
+    const size_t weights = integer ? size_t{kQGemmW} : size_t{1};
+    const Tensor* w = conv->has_input(weights) ? g.constant(conv->inputs[weights]) : nullptr;
+    if (!w || w->shape.size() != 4) continue;
+    const ConvGeometry cg(*conv, w->shape);
+    const bool depthwise = cg.cin_g == 1 && cg.cout == cg.group;  // runs on its own kernels, reading channels last
+    const bool plain = cg.group == 1 && !depthwise && !conv->has_attr("algorithm") && !conv->has_attr("dw_group") &&
+                       !(integer ? is_qconv_block(*conv) || conv->has_attr(kGatedAttr) : conv->has_input(6) || conv->has_input(7)) &&
+                       conv->outputs.size() == 1;
+    if (!plain || cg.cin_g > kMaxStemChannels) continue;
+    m.rewire_input(*conv, 0, layout.inputs[0]);
+    conv->set_attr_i(kNchwInputAttr, 1);
+    const std::string before = conv->attr_s("fused_before", "");
+    conv->set_attr_s("fused_before", before.empty() ? layout.label() : layout.label() + " + " + before);
+    m.kill(&layout);
+    ++folded;
+  }
+  return commit_folds(g, m, folded);
+}
+
+}  // namespace optim

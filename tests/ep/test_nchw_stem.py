@@ -1,0 +1,89 @@
+"""The layout change at a partition's input folded into the stem convolution that alone reads it
+(rewrites/nchw_stem.cc): a convolution of up to 4 input channels reads the image channels-first while it copies
+its padded input, so the transposed image is never stored. Float (every ISA, against the CPU EP) and int8 (bytes
+equal to the same model on the channels-first path, EP option channels_last=0, where the convolution sums the same
+integers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers import IR_VERSION, ISAS, assert_close, make_model, rand, run_cpu
+from optim.ep_plugin import placement, session
+
+N = helper.make_node
+RNG = np.random.default_rng(7)
+
+
+def _steps(sess) -> list[str]:
+    return [s for ss in placement(sess).compiled.values() for s in ss]
+
+
+def _float_stem(cin: int, kernel: int, stride: int, pad: int, size=(2, 33, 29)):
+    n, h, w = size
+    nodes = [N("Conv", ["x", "w", "b"], ["c"], kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4,
+               name="stem"), N("Relu", ["c"], ["r"]), N("Conv", ["r", "w2"], ["y"], name="next")]
+    inits = {"w": rand(RNG, 16, cin, kernel, kernel), "b": rand(RNG, 16), "w2": rand(RNG, 8, 16, 1, 1)}
+    return make_model(nodes, {"x": (np.float32, [n, cin, h, w])}, ["y"], inits), {"x": rand(RNG, n, cin, h, w)}
+
+
+FLOAT_STEMS = {
+    "RGB 3x3 stride 2 (MobileNet)": dict(cin=3, kernel=3, stride=2, pad=1),
+    "RGB 7x7 stride 2 (ResNet)": dict(cin=3, kernel=7, stride=2, pad=3),
+    "4 channels 3x3 stride 2": dict(cin=4, kernel=3, stride=2, pad=1),
+    "RGB 4x4 stride 4, no padding (ConvNeXt's patches)": dict(cin=3, kernel=4, stride=4, pad=0),
+    "one channel 5x5": dict(cin=1, kernel=5, stride=1, pad=2),  # 3x3 stride 1 would be Winograd's, which keeps it apart
+}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("case", sorted(FLOAT_STEMS))
+def test_a_float_stem_reads_the_channels_first_image(case, isa):
+    model, feeds = _float_stem(**FLOAT_STEMS[case])
+    sess = session(model, fallback=False, isa=isa)
+    assert _steps(sess)[0].startswith("ToNhwc 'x/nhwc/ToNhwc' + NhwcConv 'stem'"), _steps(sess)
+    assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], what=f"{case} on {isa}")
+
+
+def test_a_convolution_of_five_channels_keeps_the_layout_change_apart():
+    model, feeds = _float_stem(cin=5, kernel=3, stride=2, pad=1)
+    sess = session(model, fallback=False)
+    assert _steps(sess)[0] == "ToNhwc 'x/nhwc/ToNhwc'", _steps(sess)
+    assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
+
+
+def _int8_stem(x_type: str, cin: int = 3):
+    """x (uint8 / int8 image) -> QDQ Conv 3x3 stride 2 (cin -> 16) + Relu -> QDQ 1x1 Conv -> y."""
+    x_np = np.uint8 if x_type == "u8" else np.int8
+    inits = {"xs": np.float32(0.02), "xz": np.array(100 if x_type == "u8" else -5, x_np),
+             "w": RNG.integers(-127, 128, (16, cin, 3, 3)).astype(np.int8), "ws": RNG.uniform(0.002, 0.01, 16).astype(np.float32),
+             "wz": np.zeros(16, np.int8), "b": RNG.standard_normal(16).astype(np.float32), "cs": np.float32(0.05),
+             "cz": np.uint8(0), "w2": RNG.integers(-127, 128, (8, 16, 1, 1)).astype(np.int8), "w2s": np.float32(0.004),
+             "ys": np.float32(0.1), "yz": np.uint8(128)}
+    nodes = [N("DequantizeLinear", ["x", "xs", "xz"], ["xf"]), N("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             N("Conv", ["xf", "wf", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1], name="stem"), N("Relu", ["c"], ["r"]),
+             N("QuantizeLinear", ["r", "cs", "cz"], ["cq"]), N("DequantizeLinear", ["cq", "cs", "cz"], ["cd"]),
+             N("DequantizeLinear", ["w2", "w2s"], ["w2f"]), N("Conv", ["cd", "w2f"], ["p"], name="next"),
+             N("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
+    shape = [2, cin, 31, 26]
+    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    info = np.iinfo(x_np)
+    return model, {"x": RNG.integers(info.min, info.max + 1, shape).astype(x_np)}
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("x_type", ["u8", "s8"])
+def test_an_int8_stem_reads_the_channels_first_bytes_exactly(x_type, isa):
+    model, feeds = _int8_stem(x_type)
+    sess = session(model, fallback=False, isa=isa)
+    assert any(s.startswith("ToNhwc 'x/nhwc/ToNhwc' + NhwcQConv 'stem'") for s in _steps(sess)), _steps(sess)
+    nchw = session(model, fallback=False, isa=isa, channels_last="0")
+    assert not any("ToNhwc" in s for s in _steps(nchw)), _steps(nchw)
+    got = sess.run(None, feeds)[0]
+    np.testing.assert_array_equal(got, nchw.run(None, feeds)[0], err_msg=f"{x_type} on {isa}")
+    assert np.abs(got.astype(np.int32) - run_cpu(model, feeds)[0].astype(np.int32)).max() <= 2
