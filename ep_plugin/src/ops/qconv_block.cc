@@ -1,7 +1,9 @@
 // The int8 depthwise blocks (qconv_block.h).
 #include "qconv_block.h"
 
+#include <array>
 #include <atomic>
+#include <numeric>
 
 #include "depthwise_bands.h"
 #include "qconv_nhwc.h"
@@ -45,14 +47,16 @@ class QConvBlock : public Op {
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0]));
-    return static_cast<size_t>(plan(l).slots) * slot_bytes(l, plan(l));
+    const DepthwiseBands p = plan(l);
+    return static_cast<size_t>(p.slots) * slot_bytes(slot_parts(l, p));
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0].shape));
     if (l.n == 0 || l.pixels() == 0) return;
     const DepthwiseBands p = plan(l);
-    const size_t slot = slot_bytes(l, p);
+    const SlotParts parts = slot_parts(l, p);
+    const size_t slot = slot_bytes(parts);
     const int64_t c = l.c, cout = projection() ? projection()->geometry().cout : c;
     const int64_t cin = ex_ ? ex_->geometry().cin_g : c;
     const auto* x = static_cast<const uint8_t*>(in[0].data);
@@ -62,7 +66,7 @@ class QConvBlock : public Op {
     const int64_t ldo = qadd ? projection()->qadd_other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
     std::atomic<int64_t> next{0};
     rc.parallel_for(static_cast<size_t>(p.slots), [&](size_t s) {
-      const Slot buf = carve(static_cast<uint8_t*>(rc.scratch()) + s * slot, l, p);
+      const Slot buf = carve(static_cast<uint8_t*>(rc.scratch()) + s * slot, parts);
       BandRows held;
       auto one_band = [&](int64_t img, int64_t band_index) {
         const int64_t oy0 = band_index * p.rows, oy1 = std::min(l.oh, oy0 + p.rows);
@@ -115,19 +119,15 @@ class QConvBlock : public Op {
     uint8_t *expanded, *tile;
     void *ex_scratch, *pw_scratch;
   };
-  std::vector<size_t> slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
+  using SlotParts = std::array<size_t, 5>;  // the bytes of each of a Slot's parts, in its order, 64-aligned
+  SlotParts slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
     const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
     return {aligned(static_cast<size_t>(in_pixels * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
             aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->pointwise_scratch_bytes(in_pixels) : 0),
             aligned(projection() ? projection()->pointwise_scratch_bytes(out_pixels) : 0)};
   }
-  size_t slot_bytes(const NhwcConvLayout& l, const DepthwiseBands& p) const {
-    size_t sum = 0;
-    for (size_t b : slot_parts(l, p)) sum += b;
-    return sum;
-  }
-  Slot carve(uint8_t* at, const NhwcConvLayout& l, const DepthwiseBands& p) const {
-    const std::vector<size_t> parts = slot_parts(l, p);
+  static size_t slot_bytes(const SlotParts& parts) { return std::accumulate(parts.begin(), parts.end(), size_t{0}); }
+  static Slot carve(uint8_t* at, const SlotParts& parts) {
     Slot s;
     s.band = reinterpret_cast<float*>(at);
     s.expanded = at += parts[0];

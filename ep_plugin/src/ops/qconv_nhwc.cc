@@ -117,10 +117,8 @@ void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, cons
                           static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
                           [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
                             kernel(m0, m1, p0, p1, a);
-                            if (after_)
-                              after_.apply(rc, a.c, cg_.cout, other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1, p0 * 16,
-                                           std::min(cout_g, p1 * 16));
-                            if (lut_) lut_.apply(rc, a.c, cg_.cout, m0, m1, p0 * 16, std::min(cout_g, p1 * 16));
+                            finish_rows(rc, static_cast<uint8_t*>(a.c), other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1,
+                                        p0 * 16, std::min(cout_g, p1 * 16));
                           });
     }
   };
@@ -155,8 +153,7 @@ void NhwcQConv::run_depthwise(const RunContext& rc, const NhwcConvLayout& l, con
     run_dwconv_tasks(rc, l.n * l.pixels(), l.kh * l.kw * cg_.cout,
                      [&](int64_t m0, int64_t m1) {
                        rc.kernels.dwconv_q8(m0, m1, a);
-                       if (after_) after_.apply(rc, y, cg_.cout, other.base, other.ldo, m0, m1, 0, cg_.cout);
-                       if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, 0, cg_.cout);
+                       finish_rows(rc, y, other.base, other.ldo, m0, m1, 0, cg_.cout);
                      });
     return;
   }
@@ -184,9 +181,8 @@ void NhwcQConv::run_depthwise(const RunContext& rc, const NhwcConvLayout& l, con
       a.ldc = cg_.cout;
       a.ep = &ep;
       rc.kernels.dwconv_q8(oy0 * l.ow, oy1 * l.ow, a);
-      if (after_)
-        after_.apply(rc, a.c, cg_.cout, other.at(img * l.pixels() * cg_.cout), other.ldo, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
-    if (lut_) lut_.apply(rc, a.c, cg_.cout, oy0 * l.ow, oy1 * l.ow, 0, cg_.cout);
+      finish_rows(rc, static_cast<uint8_t*>(a.c), other.at(img * l.pixels() * cg_.cout), other.ldo, oy0 * l.ow, oy1 * l.ow,
+                  0, cg_.cout);
       u += oy1 - oy0;
     }
   });
@@ -275,6 +271,12 @@ void NhwcQConv::run_gated(const RunContext& rc, const NhwcConvLayout& l, const T
   });
 }
 
+void NhwcQConv::finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* other, int64_t ldo, int64_t m0, int64_t m1,
+                            int64_t j0, int64_t j1) const {
+  if (after_) after_.apply(rc, y, cg_.cout, other, ldo, m0, m1, j0, j1);
+  if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, j0, j1);
+}
+
 Shape NhwcQConv::channels_last(const Shape& x) const {
   if (!nchw_input_) return x;
   if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
@@ -329,8 +331,7 @@ void NhwcQConv::pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t p
   args.comp_col = u8s8_ ? comp_.data() : nullptr;
   args.ep = &ep;
   (u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16)(0, pixels, 0, (cg_.cout + 15) / 16, args);
-  if (after_) after_.apply(rc, y, cg_.cout, other, ldo, 0, pixels, 0, cg_.cout);
-  if (lut_) lut_.apply(rc, y, cg_.cout, 0, pixels, 0, cg_.cout);
+  finish_rows(rc, y, other, ldo, 0, pixels, 0, cg_.cout);
 }
 
 void NhwcQConv::depthwise_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0,
@@ -345,7 +346,7 @@ void NhwcQConv::depthwise_pixels(const RunContext& rc, const kernels::DwconvGeom
   a.ldc = cg_.cout;
   a.ep = &ep;
   rc.kernels.dwconv_q8(m0, m1, a);
-  if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, 0, cg_.cout);
+  finish_rows(rc, y, nullptr, 0, m0, m1, 0, cg_.cout);  // a block's depthwise has no QAdd (qconv_block.cc)
 }
 
 std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) {

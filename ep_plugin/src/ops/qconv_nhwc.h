@@ -56,6 +56,10 @@ class NhwcQConv : public Op {
     const uint8_t* at(int64_t offset) const { return ldo ? base + offset : base; }
   };
   kernels::QgemmEpilogue epilogue() const;
+  // What runs on each finished block of output rows [m0, m1), columns [j0, j1) of y (row stride Cout), in cache:
+  // the folded QAdd with the other operand's rows at `other` (row stride ldo), then the folded table.
+  void finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* other, int64_t ldo, int64_t m0, int64_t m1, int64_t j0,
+                   int64_t j1) const;
   void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
                      const kernels::QgemmEpilogue& ep, const Other& other) const;
   bool depthwise_exact() const;

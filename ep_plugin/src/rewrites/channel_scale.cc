@@ -59,7 +59,7 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx) {
     conv->inputs.resize(7);
     conv->inputs[0] = mul.inputs[static_cast<size_t>(x)];
     conv->inputs[6] = mul.inputs[static_cast<size_t>(1 - x)];
-    conv->set_attr_s("fused_before", mul.label());
+    note_fused_before(*conv, mul.label());
     m.kill(&mul);
     ++folded;
   }

@@ -69,9 +69,7 @@ bool activation_attrs(const Node& act, Node* conv) {
 
 // `next` becomes part of conv's step: conv writes its output, the step's label names it (Plan).
 void fold(Node& conv, const Node& next, Matcher& m, Graph& g) {
-  Attr& fused = conv.attrs["fused"];
-  fused.type = ORT_OP_ATTR_STRING;
-  fused.s += (fused.s.empty() ? "" : " + ") + next.label();
+  note_fused_after(conv, next.label());
   conv.outputs[0] = next.outputs[0];
   m.kill(&next);
   std::vector<Node> none;

@@ -35,8 +35,6 @@ void copy_attrs(const Node& from, Node* to, const char* prefix) {
       if (from.attrs.count(name)) to->attrs[std::string(prefix) + name] = from.attrs.at(name);
 }
 
-std::string label_with_fused(const Node& n) { return n.label() + (n.has_attr("fused") ? " + " + n.attr_s("fused", "") : ""); }
-
 // Folds expansion `ex` into `host` (the projection that took the depthwise, or the depthwise itself): the
 // host reads ex's input, takes its weights and bias as inputs 7 and 8 and its epilogue as "ex_" attributes.
 void take_expansion(Matcher& m, Node* ex, Node* host) {
@@ -45,8 +43,7 @@ void take_expansion(Matcher& m, Node* ex, Node* host) {
   host->inputs[7] = ex->inputs[1];
   host->inputs[8] = ex->has_input(2) ? ex->inputs[2] : "";
   copy_attrs(*ex, host, "ex_");
-  const std::string before = host->attr_s("fused_before", "");
-  host->set_attr_s("fused_before", label_with_fused(*ex) + (before.empty() ? "" : " + " + before));
+  note_fused_before(*host, label_with_fused(*ex));
   m.kill(ex);
 }
 
@@ -97,7 +94,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
     group.type = ORT_OP_ATTR_INT;
     group.i = d.group;
     pw->attrs["dw_group"] = group;
-    pw->set_attr_s("fused_before", label_with_fused(dw));
+    note_fused_before(*pw, label_with_fused(dw));
     if (ex) take_expansion(m, ex, pw);
     m.kill(&dw);
     ++folded;
@@ -122,7 +119,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
           gap.inputs[0] != dw.outputs[0] || m2.dead().count(static_cast<size_t>(&gap - g.nodes.data())))
         continue;
       dw.outputs.push_back(gap.outputs[0]);
-      dw.set_attr_s("fused", dw.has_attr("fused") ? dw.attr_s("fused", "") + " + " + gap.label() : gap.label());
+      note_fused_after(dw, gap.label());
       m2.kill(&gap);
       break;
     }

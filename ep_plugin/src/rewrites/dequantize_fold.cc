@@ -77,7 +77,7 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
       m.kill(add);
     }
     fold_gelu_and_quantize(g, m, unit, &label);
-    unit.set_attr_s("fused", unit.has_attr("fused") ? unit.attr_s("fused", "") + " + " + label : label);
+    note_fused_after(unit, label);
     ++folded;
   }
   return commit_folds(g, m, folded);

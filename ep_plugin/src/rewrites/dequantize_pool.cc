@@ -23,7 +23,7 @@ size_t fold_dequantize_into_pools(Graph& g, RewriteContext& ctx) {
       continue;
     }
     pool.inputs = {dq->inputs[0], dq->inputs[1], dq->has_input(2) ? dq->inputs[2] : ""};
-    pool.set_attr_s("fused_before", dq->label());
+    note_fused_before(pool, dq->label());
     m.kill(dq);
     ++folded;
   }

@@ -12,11 +12,6 @@ namespace optim {
 
 namespace {
 
-bool has_dtype(const Graph& g, const std::string& value, DType t) {
-  const ValueInfo* v = g.value(value);
-  return v && v->dtype == t;
-}
-
 // Whether `map` has the QMul's output shape (unknown dims where it has them: the batch) and `gate` is one row of
 // its channels per image or one for all (the broadcast then says which; the unit checks again at run time).
 bool gate_shapes(const Graph& g, const std::string& map, const std::string& gate, const std::string& product) {
@@ -68,8 +63,7 @@ size_t fold_gates_into_units(Graph& g, RewriteContext& ctx) {
     m.rewire_input(unit, kGate, mul->inputs[gate]);
     m.rewire_input(unit, kQGemmX, mul->inputs[map]);
     unit.set_attr_i(kGatedAttr, mul->attr_i("relu", 0));
-    const std::string before = unit.attr_s("fused_before", "");
-    unit.set_attr_s("fused_before", before.empty() ? mul->label() : mul->label() + " + " + before);
+    note_fused_before(unit, mul->label());
     m.kill(mul);
     ++folded;
   }

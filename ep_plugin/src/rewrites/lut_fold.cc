@@ -30,7 +30,7 @@ size_t fold_luts_into_units(Graph& g, RewriteContext& ctx) {
     std::vector<int64_t> entries(256);
     for (size_t i = 0; i < 256; ++i) entries[i] = table->data<uint8_t>()[i];
     unit->set_attr_ints(kLutAfterAttr, entries);
-    unit->set_attr_s("fused", unit->has_attr("fused") ? unit->attr_s("fused", "") + " + " + lut.label() : lut.label());
+    note_fused_after(*unit, lut.label());
     unit->outputs[0] = lut.outputs[0];
     m.kill(&lut);
     ++folded;

@@ -31,7 +31,7 @@ size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx) {
     const std::string bias = column_bias(g, *add, mm.outputs[0], w->shape[1], rank);
     if (bias.empty()) continue;
     mm.inputs.push_back(bias);
-    mm.set_attr_s("fused", add->label());
+    note_fused_after(mm, add->label());
     mm.outputs[0] = add->outputs[0];
     m.kill(add);
     ++folded;

@@ -36,8 +36,7 @@ size_t read_nchw_in_stems(Graph& g, RewriteContext& ctx) {
     if (!plain || cg.cin_g > kMaxStemChannels) continue;
     m.rewire_input(*conv, 0, layout.inputs[0]);
     conv->set_attr_i(kNchwInputAttr, 1);
-    const std::string before = conv->attr_s("fused_before", "");
-    conv->set_attr_s("fused_before", before.empty() ? layout.label() : layout.label() + " + " + before);
+    note_fused_before(*conv, layout.label());
     m.kill(&layout);
     ++folded;
   }

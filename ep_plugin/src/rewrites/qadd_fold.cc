@@ -74,7 +74,7 @@ size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx) {
     unit->inputs[kQAddYZero] = add.inputs[kQBinaryYZero];
     m.rewire_input(*unit, kQAddOther, add.inputs[other]);  // counted: the value now has this reader too
     unit->set_attr_i(kQAddReluAttr, add.attr_i("relu", 0));
-    unit->set_attr_s("fused", unit->has_attr("fused") ? unit->attr_s("fused", "") + " + " + add.label() : add.label());
+    note_fused_after(*unit, add.label());
     unit->outputs[0] = add.outputs[0];
     m.kill(&add);
     ++folded;

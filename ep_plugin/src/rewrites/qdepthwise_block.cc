@@ -16,24 +16,19 @@ namespace {
 
 constexpr int64_t kMaxExactTaps = 64;
 
-bool is_uint8(const Graph& g, const std::string& value) {
-  const ValueInfo* v = g.value(value);
-  return v && v->dtype == DType::kUint8;
-}
-
 // The geometry of a plain NhwcQConv unit (not a block yet) with constant 4-D weights and uint8 input and
 // output, or false.
 bool unit_geometry(const Graph& g, const Node* n, ConvGeometry* cg) {
   if (!is_internal_op(n, "NhwcQConv") || is_qconv_block(*n) || n->outputs.empty()) return false;
   const Tensor* w = n->has_input(kQGemmW) ? g.constant(n->inputs[kQGemmW]) : nullptr;
-  if (!w || w->shape.size() != 4 || !is_uint8(g, n->inputs[kQGemmX]) || !is_uint8(g, n->outputs[0])) return false;
+  if (!w || w->shape.size() != 4 || !has_dtype(g, n->inputs[kQGemmX], DType::kUint8) ||
+      !has_dtype(g, n->outputs[0], DType::kUint8))
+    return false;
   *cg = ConvGeometry(*n, w->shape);
   return true;
 }
 
 bool is_depthwise(const ConvGeometry& d) { return d.cin_g == 1 && d.cout == d.group && d.spatial == 2; }
-
-std::string label_with_fused(const Node& n) { return n.label() + (n.has_attr("fused") ? " + " + n.attr_s("fused", "") : ""); }
 
 // Moves unit's parameters (inputs after x) to host's inputs from `base` on and its attributes under `prefix`.
 void take_unit(Matcher& m, Node* unit, Node* host, size_t base, const std::string& prefix) {
@@ -42,8 +37,7 @@ void take_unit(Matcher& m, Node* unit, Node* host, size_t base, const std::strin
   for (const auto& [name, a] : unit->attrs)
     if (name != "fused") host->attrs[prefix + name] = a;
   host->set_attr_s(prefix + "name", unit->name);
-  const std::string before = host->attr_s("fused_before", "");
-  host->set_attr_s("fused_before", before.empty() ? label_with_fused(*unit) : label_with_fused(*unit) + " + " + before);
+  note_fused_before(*host, label_with_fused(*unit));
   m.kill(unit);
 }
 

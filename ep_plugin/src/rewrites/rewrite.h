@@ -30,6 +30,11 @@ struct RewriteContext {
   }
 };
 
+// Whether `value` is known to have element type t.
+inline bool has_dtype(const Graph& g, const std::string& value, DType t) {
+  const ValueInfo* v = g.value(value);
+  return v && v->dtype == t;
+}
 // Whether n is one of OptimEP's own ops of that type (domain optim.internal: units, channels-last forms).
 inline bool is_internal_op(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
 
@@ -41,6 +46,12 @@ std::string column_bias(const Graph& g, const Node& add, const std::string& x, i
 // Whether folding the 1x1 expansion before depthwise convolution `dw` (geometry d) into one pass with it pays
 // (depthwise_pointwise.cc; qdepthwise_block.cc uses the same rule for int8).
 bool expansion_fold_pays(const Graph& g, const Node& dw, const ConvGeometry& d);
+// What a folded node brings to its host's step label (fused_labels.cc): its own label and what it had folded in,
+// recorded as running after the host's node (attribute "fused") or before it ("fused_before", ahead of what is
+// there already).
+std::string label_with_fused(const Node& n);
+void note_fused_after(Node& host, const std::string& label);
+void note_fused_before(Node& host, const std::string& label);
 using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
 
 struct Rewrite {
