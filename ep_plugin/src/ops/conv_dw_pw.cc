@@ -117,7 +117,7 @@ size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
 }
 
 void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
-                         const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise) const {
+                         const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise, float* out) const {
   const NhwcConvLayout l(cg_, depthwise_input_shape(xs));
   const int64_t pixels = l.n * l.pixels(), per = tile_pixels();
   if (pixels == 0) return;
@@ -129,24 +129,24 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
   a.ldc = cg_.cout;
   a.ep = ep_;
   a.ep.bias = bias_.empty() ? nullptr : bias_.data();
-  if (ex_) return run_bands(rc, l, x, scratch, a, pointwise);
+  if (ex_) return run_bands(rc, l, x, scratch, a, pointwise, out);
   std::atomic<int64_t> next{0};
   rc.parallel_for(static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kBandSlots)), [&](size_t slot) {
     float* tile = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * per * cg_.cout;
     kernels::DwconvF32Args mine = a;
     for (int64_t t; (t = next.fetch_add(1)) < tiles;) {
       const int64_t m0 = t * per, m1 = std::min(pixels, m0 + per);
-      mine.c = tile;
-      mine.c_row0 = m0;  // pixel m lands in row m - m0 of the tile
+      mine.c = out ? out : tile;
+      mine.c_row0 = out ? 0 : m0;  // pixel m lands in row m - m0 of the tile
       rc.kernels.dwconv_f32(m0, m1, mine);
-      pointwise(tile, m0, m1);
+      pointwise(out ? out + m0 * cg_.cout : tile, m0, m1);
     }
   });
 }
 
 void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
                                const kernels::DwconvF32Args& a,
-                               const std::function<void(const float*, int64_t, int64_t)>& pointwise) const {
+                               const std::function<void(const float*, int64_t, int64_t)>& pointwise, float* out) const {
   const Bands b = bands(l);
   const DepthwiseBands& plan = b.plan;
   const int64_t c = cg_.cout, rows = plan.rows;
@@ -178,10 +178,11 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
       mine.g.h = r1 - r0;
       mine.g.ph = l.ph + r0;
       mine.x = band;
-      mine.c = tile;
-      mine.c_row0 = oy0 * l.ow;
+      float* image_out = out ? out + img * l.pixels() * c : nullptr;  // the band's pixels m land in row m
+      mine.c = out ? image_out : tile;
+      mine.c_row0 = out ? 0 : oy0 * l.ow;
       rc.kernels.dwconv_f32(oy0 * l.ow, oy1 * l.ow, mine);
-      pointwise(tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
+      pointwise(out ? image_out + oy0 * l.ow * c : tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
     };
     for (int64_t item; (item = next.fetch_add(1)) < plan.items;) {
       const int64_t img = item / plan.runs, b0 = item % plan.runs * plan.per_run;

@@ -36,9 +36,10 @@ class DepthwiseStage {
   Shape output_shape(const Shape& x) const { return nhwc_conv_output_shape(cg_, depthwise_input_shape(x)); }
   size_t scratch_bytes(const Shape& x) const;
   // For blocks of output pixels [m0, m1) (images one after another): tile = depthwise(x) of those pixels
-  // (m1 - m0 rows of channels() floats), then pointwise(tile, m0, m1), on the pool.
+  // (m1 - m0 rows of channels() floats), then pointwise(tile, m0, m1), on the pool. With `out` (the whole
+  // depthwise output, row stride channels()), the tiles are its rows, written there rather than in scratch.
   void run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
-           const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise) const;
+           const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise, float* out = nullptr) const;
 
  private:
   // A 1x1 convolution folded in before the depthwise.
@@ -59,7 +60,8 @@ class DepthwiseStage {
   };
   Bands bands(const NhwcConvLayout& l) const;
   void run_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, void* scratch,
-                 const kernels::DwconvF32Args& a, const std::function<void(const float*, int64_t, int64_t)>& pointwise) const;
+                 const kernels::DwconvF32Args& a, const std::function<void(const float*, int64_t, int64_t)>& pointwise,
+                 float* out) const;
 
   ConvGeometry cg_;
   std::unique_ptr<Expansion> ex_;

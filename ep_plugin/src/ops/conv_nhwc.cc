@@ -5,7 +5,7 @@
 // (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc). Folds from
 // later rewrites pick other paths: algorithm="winograd" (conv_winograd.h); a depthwise ("dw_", inputs 4-5)
 // and maybe its expansion ("ex_", inputs 7-8) before a 1x1, or an expansion before a depthwise (conv_dw_pw.h);
-// a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights).
+// a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights, or gated rows).
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -206,8 +206,9 @@ class NhwcConvImpl : public Op {
     if (depthwise_before_ || expanded_)
       prepared = ((depthwise_before_ ? depthwise_before_ : expanded_)->scratch_bytes(*in[0]) + 63) / 64 * 64 +
                  (pooled_ ? static_cast<size_t>(l.n * cg_.cout) * sizeof(double) : 0);
-    else if (channel_scale_)  // every image's rescaled weights
-      prepared = static_cast<size_t>(l.n) * kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) * sizeof(float);
+    else if (channel_scale_)  // every image's rescaled weights, or its gated rows
+      prepared = static_cast<size_t>(l.n) * sizeof(float) *
+                 (gates_weights(l) ? kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) : static_cast<size_t>(l.pixels() * cg_.cin_g));
     else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
     else if (!depthwise_ && (l.reads_padding || nchw_input_))
@@ -359,16 +360,15 @@ class NhwcConvImpl : public Op {
     }
   }
 
-  // The folded expansion and this depthwise in bands; each band's output tile copied into y and, with the
-  // pool folded in, its channel sums added to its image's (in double, under a lock: a few hundred bands).
+  // The folded expansion and this depthwise in bands, each band's output written into y and, with the pool
+  // folded in, its channel sums added to its image's (in double, under a lock: a few hundred bands).
   void run_expanded(const RunContext& rc, const Shape& xs, const float* x, float* y, float* pooled, float* scratch) const {
     const int64_t c = cg_.cout;
     const NhwcConvLayout l(cg_, conv_input_shape(xs));
     auto* sums = reinterpret_cast<double*>(reinterpret_cast<uint8_t*>(scratch) + (expanded_->scratch_bytes(xs) + 63) / 64 * 64);
     if (pooled) std::fill(sums, sums + l.n * c, 0.0);
     std::mutex mu;
-    expanded_->run(rc, xs, x, scratch, [&](const float* tile, int64_t m0, int64_t m1) {
-      std::memcpy(y + m0 * c, tile, static_cast<size_t>((m1 - m0) * c) * sizeof(float));
+    expanded_->run(rc, xs, x, scratch, [&](const float* tile, int64_t m0, int64_t m1) {  // tile: y's rows m0..m1
       if (!pooled) return;
       thread_local std::vector<float> part;
       part.assign(static_cast<size_t>(c), 0.f);
@@ -377,51 +377,73 @@ class NhwcConvImpl : public Op {
       std::lock_guard<std::mutex> lock(mu);
       double* s = sums + m0 / l.pixels() * c;
       for (int64_t j = 0; j < c; ++j) s[j] += part[static_cast<size_t>(j)];
-    });
+    }, y);
     if (!pooled) return;
     for (int64_t i = 0; i < l.n * c; ++i) pooled[i] = static_cast<float>(sums[i] / static_cast<double>(l.pixels()));
   }
 
-  // conv(x * s) for a per-image, per-channel s: each image's packed weights with row k scaled by s[img][k]
-  // (into `w_scaled`, one set per image), then that image's GEMM (a 1x1 convolution reads x where it lies).
+  // Whether a folded gate scales each image's packed weights (K x Cout multiplies per image) rather than
+  // its rows (pixels x K): the weights where an image has at least 4 pixels per output channel.
+  bool gates_weights(const NhwcConvLayout& l) const { return l.pixels() >= 4 * cg_.cout; }
+
+  // conv(x * s) for a per-image, per-channel s, in tasks of about kMacsPerTask, each within one image: on
+  // large images each image's packed weights with row k scaled by s[img][k] (into `prepared`, one set per
+  // image) and the GEMM reads x where it lies; on small ones each task scales its own rows into `prepared`
+  // (the same rows of a gated copy of x) and the GEMM reads them back while they are in cache.
   void scaled_convolve(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
-                       const kernels::ConvF32Epilogue& ep, float* w_scaled, const TensorRef& scale) const {
-    const int64_t k = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
-    const int64_t per_set = static_cast<int64_t>(kernels::sgemm_packed_b_floats(k, cout));
+                       const kernels::ConvF32Epilogue& ep, float* prepared, const TensorRef& scale) const {
+    const int64_t k = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16, pixels = l.pixels();
     const Shape& ss = *scale.shape;
     if (ss.size() != 4 || ss[1] != 1 || ss[2] != 1 || ss[3] != k || (ss[0] != 1 && ss[0] != l.n))
       throw Error("channel scale " + shape_str(ss) + " is not [1 or " + std::to_string(l.n) + ", 1, 1, " + std::to_string(k) + "]");
     const float* s = scale.as<float>();
     const int64_t s_stride = ss[0] == 1 ? 0 : k;
-    const float* w = packed_[0].data();
-    rc.parallel_for(static_cast<size_t>(l.n * panels), [&](size_t t) {
-      const int64_t img = static_cast<int64_t>(t) / panels, p = static_cast<int64_t>(t) % panels;
-      const float* src = w + p * k * 16;
-      float* dst = w_scaled + img * per_set + p * k * 16;
-      const float* si = s + img * s_stride;
-      for (int64_t r = 0; r < k; ++r)
-        for (int64_t j = 0; j < 16; ++j) dst[r * 16 + j] = src[r * 16 + j] * si[r];
-    });
-    // One pass over every image's rows: tasks of about kMacsPerTask, each within one image (its weights).
+    const bool by_weights = gates_weights(l);
+    const int64_t per_set = static_cast<int64_t>(kernels::sgemm_packed_b_floats(k, cout));
+    if (by_weights) {
+      const float* w = packed_[0].data();
+      rc.parallel_for(static_cast<size_t>(l.n * panels), [&](size_t t) {
+        const int64_t img = static_cast<int64_t>(t) / panels, p = static_cast<int64_t>(t) % panels;
+        const float* src = w + p * k * 16;
+        float* dst = prepared + img * per_set + p * k * 16;
+        const float* si = s + img * s_stride;
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t j = 0; j < 16; ++j) dst[r * 16 + j] = src[r * 16 + j] * si[r];
+      });
+    }
     const NhwcConvLayout::Taps t = l.taps(l.c, k, l.w);
-    const int64_t mr = rc.kernels.conv_gemm_f32.traits.mr, pixels = l.pixels();
+    const int64_t mr = rc.kernels.conv_gemm_f32.traits.mr;
     const double macs = static_cast<double>(l.n * pixels) * static_cast<double>(k * cout);
     const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
     const int64_t per_image = (wanted + l.n - 1) / l.n;
     const int64_t step = ((pixels + per_image - 1) / per_image + mr - 1) / mr * mr;
     const int64_t chunks = (pixels + step - 1) / step;
+    static const int64_t kNoOffset = 0;
     rc.parallel_for(static_cast<size_t>(l.n * chunks), [&](size_t task) {
       const int64_t img = static_cast<int64_t>(task) / chunks, m0 = static_cast<int64_t>(task) % chunks * step;
+      const int64_t m1 = std::min(pixels, m0 + step);
+      const float* xi = x + img * l.h * l.w * l.c;
       kernels::ConvGemmF32Args a;
-      a.a = {x + img * l.h * l.w * l.c, pixels, l.ow, 0, l.sh, l.sw, l.w, l.c, t.count, t.k_tap, t.offsets.data()};
-      a.w = w_scaled + img * per_set;
       a.n = cout;
       a.c = y + img * pixels * cout;
       a.ldc = cout;
       a.ep = ep;
       a.ep.bias = bias_.empty() ? nullptr : bias_.data();
       if (ep.residual) a.ep.residual = ep.residual + img * pixels * cout;
-      rc.kernels.conv_gemm_f32(m0, std::min(pixels, m0 + step), 0, panels, a);
+      if (by_weights) {
+        a.a = {xi, pixels, l.ow, 0, l.sh, l.sw, l.w, l.c, t.count, t.k_tap, t.offsets.data()};
+        a.w = prepared + img * per_set;
+        rc.kernels.conv_gemm_f32(m0, m1, 0, panels, a);
+        return;
+      }
+      float* rows = prepared + (img * pixels + m0) * k;  // a 1x1 stride-1 unpadded convolution: pixel m is row m
+      const float* si = s + img * s_stride;
+      for (int64_t m = m0; m < m1; ++m) rc.kernels.binary_vv(kernels::BinaryOp::kMul, xi + m * l.c, si, rows + (m - m0) * k, k);
+      a.a = {rows, m1 - m0, m1 - m0, 0, 1, 1, m1 - m0, k, 1, k, &kNoOffset};
+      a.w = packed_[0].data();
+      a.c += m0 * cout;
+      if (ep.residual) a.ep.residual += m0 * cout;
+      rc.kernels.conv_gemm_f32(0, m1 - m0, 0, panels, a);
     });
   }
 

@@ -63,8 +63,14 @@ void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t
       std::fill(row, row + l.wp * kt, pad);
       continue;
     }
-    std::fill(row, row + col_lo * kt, pad);
-    std::fill(row + col_hi * kt, row + l.wp * kt, pad);
+    // Channels padded (cin < kt): the whole row padded first, one fill, rather than kt - cin values per pixel
+    // (a loop the compiler makes a memset call per pixel: 400K calls for a batch of 8 stems).
+    if (cin < kt) {
+      std::fill(row, row + l.wp * kt, pad);
+    } else {
+      std::fill(row, row + col_lo * kt, pad);
+      std::fill(row + col_hi * kt, row + l.wp * kt, pad);
+    }
     const T* src = x + iy * row_step + (col_lo - l.pw) * pixel_step;
     Out* out = row + col_lo * kt;
     const int64_t cols = col_hi - col_lo;
@@ -74,10 +80,8 @@ void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t
         continue;
       }
     }
-    for (int64_t px = 0; px < cols; ++px, src += pixel_step, out += kt) {
+    for (int64_t px = 0; px < cols; ++px, src += pixel_step, out += kt)
       for (int64_t c = 0; c < cin; ++c) out[c] = convert(src[c * channel_step]);
-      for (int64_t c = cin; c < kt; ++c) out[c] = pad;
-    }
   }
 }
 

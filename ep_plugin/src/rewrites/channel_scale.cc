@@ -1,9 +1,9 @@
 // Folds a squeeze-excite gate into the 1x1 convolution after it: Mul(x [N,H,W,C], s [N,1,1,C]) read only by
-// a float 1x1 NhwcConv (stride 1, no padding, one group) becomes that convolution on x with s as input 6;
-// ops/conv_nhwc.cc scales each image's packed weights by its s (conv(x * s) = x * (s W)) instead of a pass
-// over x (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). Only where each image has at least 4 pixels
-// per output channel (the shapes must say): on smaller ones (14x14 to 672 -> 112) rescaling every image's
-// weights cost more than the Mul it saves.
+// a float 1x1 NhwcConv (stride 1, no padding, one group) becomes that convolution on x with s as input 6,
+// so the gated map is never stored (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). ops/conv_nhwc.cc
+// scales each image's packed weights by its s (conv(x * s) = x * (s W)) on large images, and on small ones
+// (7x7 and 14x14 in MobileNetV3, where rescaling weights costs more than the Mul) scales the rows each task
+// is about to multiply, in cache.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
@@ -50,12 +50,6 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx) {
       if (!xs.empty() && xs[3] == cg.cin_g && is_gate(g, mul.inputs[static_cast<size_t>(1 - k)], xs)) x = k;
     }
     if (x < 0) continue;
-    const Shape xs = image_shape(g, mul.inputs[static_cast<size_t>(x)]);
-    if (xs[1] * xs[2] < 4 * cg.cout) {
-      ctx.refuse("channel_scales", mul, std::to_string(xs[1]) + "x" + std::to_string(xs[2]) + " images: rescaling " +
-                                            std::to_string(cg.cin_g) + "x" + std::to_string(cg.cout) + " weights per image costs more");
-      continue;
-    }
     conv->inputs.resize(7);
     conv->inputs[0] = mul.inputs[static_cast<size_t>(x)];
     conv->inputs[6] = mul.inputs[static_cast<size_t>(1 - x)];
