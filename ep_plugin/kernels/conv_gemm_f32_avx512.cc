@@ -18,11 +18,12 @@ constexpr int kRows = 8;
 
 inline __mmask16 mask_of(int64_t cols) { return cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1); }
 
-inline void store(__m512 v, int64_t m, int64_t j0, int64_t cols, const ConvGemmF32Args& g) {
-  const ConvF32Epilogue& ep = g.ep;
+// `ep` is the tile's own copy: read through g, its fields would be reloaded after every store (a float store
+// may alias them).
+inline void store(__m512 v, int64_t m, int64_t j0, int64_t cols, const ConvF32Epilogue& ep, float* c, int64_t ldc) {
   const __mmask16 k = mask_of(cols);
   v = conv_epilogue512(v, k, ep.bias ? ep.bias + j0 : nullptr, ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr, ep);
-  _mm512_mask_storeu_ps(g.c + m * g.ldc + j0, k, v);
+  _mm512_mask_storeu_ps(c + m * ldc + j0, k, v);
 }
 
 // MR pixels by NP panels (1 or 2) starting at panel p.
@@ -72,9 +73,10 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
       }
     }
   }
+  const ConvF32Epilogue ep = g.ep;
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
-    for (int q = 0; q < NP; ++q) store(acc[i][q], m + i, (p + q) * 16, panel_cols(g.n, p + q), g);
+    for (int q = 0; q < NP; ++q) store(acc[i][q], m + i, (p + q) * 16, panel_cols(g.n, p + q), ep, g.c, g.ldc);
 }
 
 template <int NP>

@@ -14,17 +14,24 @@ inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t*
     for (int64_t i = 0; i < count; ++i) base[i] = (m + i) * r.cs;
     return;
   }
-  const int64_t oh = r.pixels / r.ow;
-  int64_t img = m / r.pixels, p = m % r.pixels;
-  int64_t oy = p / r.ow, ox = p % r.ow;
+  // Walked forward from the first row's pixel: a step along the output row, or to the next row's start (and
+  // image), by additions only (a tile's rows cost a few operations each, not multiplications).
+  const int64_t oh = r.pixels / r.ow, step = r.sw * r.cs, row_step = r.sh * r.wp * r.cs;
+  const int64_t img = m / r.pixels, p = m - img * r.pixels, oy0 = p / r.ow;
+  int64_t ox = p - oy0 * r.ow, oy = oy0;
+  int64_t row = img * r.image_stride + oy * row_step, at = row + ox * step;
   for (int64_t i = 0; i < count; ++i) {
-    base[i] = img * r.image_stride + (oy * r.sh * r.wp + ox * r.sw) * r.cs;
+    base[i] = at;
+    at += step;
     if (++ox == r.ow) {
       ox = 0;
       if (++oy == oh) {
         oy = 0;
-        ++img;
+        row += r.image_stride - (oh - 1) * row_step;
+      } else {
+        row += row_step;
       }
+      at = row;
     }
   }
 }

@@ -1,7 +1,10 @@
 // AVX2 transposes (kernel_table.h): 8 x 8 blocks of 32-bit values transposed in ymm registers (unpack,
 // shuffle, cross-lane permute), 8 x 8 blocks of bytes in xmm registers (three rounds of unpacks); edges
-// by the scalar kernels. Compiled with -mavx2.
+// by the scalar kernels; three rows of 32-bit values into pixels of three (a stem's colour planes) by
+// permutes and blends. Compiled with -mavx2.
 #include <immintrin.h>
+
+#include <type_traits>
 
 #include "kernel_table.h"
 
@@ -45,6 +48,33 @@ inline void bytes8x8(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t l
   }
 }
 
+// Three rows (an image row's colour planes) into their columns, dst[3c + r] = src[r * ld_src + c]: eight
+// columns a step, each output vector picked from the three rows by the same permute (column index) and two
+// blends (which row each lane takes).
+inline void interleave3(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t cols) {
+  const __m256i idx[3] = {_mm256_setr_epi32(0, 0, 0, 1, 1, 1, 2, 2), _mm256_setr_epi32(2, 3, 3, 3, 4, 4, 4, 5),
+                          _mm256_setr_epi32(5, 5, 6, 6, 6, 7, 7, 7)};
+  // Lane e of output vector v holds row (8v + e) % 3: blend masks (imm8, bit e) for rows 1 and 2.
+  constexpr int kRow1[3] = {0x92, 0x24, 0x49}, kRow2[3] = {0x24, 0x49, 0x92};
+  int64_t c = 0;
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 r0 = _mm256_loadu_ps(reinterpret_cast<const float*>(src + c));
+    const __m256 r1 = _mm256_loadu_ps(reinterpret_cast<const float*>(src + ld_src + c));
+    const __m256 r2 = _mm256_loadu_ps(reinterpret_cast<const float*>(src + 2 * ld_src + c));
+    float* out = reinterpret_cast<float*>(dst + 3 * c);
+    auto vec = [&](int v, auto row1, auto row2) {
+      const __m256 a = _mm256_permutevar8x32_ps(r0, idx[v]);
+      const __m256 b = _mm256_blend_ps(a, _mm256_permutevar8x32_ps(r1, idx[v]), decltype(row1)::value);
+      _mm256_storeu_ps(out + 8 * v, _mm256_blend_ps(b, _mm256_permutevar8x32_ps(r2, idx[v]), decltype(row2)::value));
+    };
+    vec(0, std::integral_constant<int, kRow1[0]>{}, std::integral_constant<int, kRow2[0]>{});
+    vec(1, std::integral_constant<int, kRow1[1]>{}, std::integral_constant<int, kRow2[1]>{});
+    vec(2, std::integral_constant<int, kRow1[2]>{}, std::integral_constant<int, kRow2[2]>{});
+  }
+  for (; c < cols; ++c)
+    for (int r = 0; r < 3; ++r) dst[3 * c + r] = src[r * ld_src + c];
+}
+
 }  // namespace
 
 void transpose8_avx2_8x8(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
@@ -56,6 +86,7 @@ void transpose8_avx2_8x8(const uint8_t* src, int64_t ld_src, uint8_t* dst, int64
 }
 
 void transpose32_avx2_8x8(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols) {
+  if (rows == 3 && ld_dst == 3) return interleave3(src, ld_src, dst, cols);  // an RGB row to pixels (a stem)
   const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
   for (int64_t r = 0; r < r8; r += 8)
     for (int64_t c = 0; c < c8; c += 8) block8x8(src + r * ld_src + c, ld_src, dst + c * ld_dst + r, ld_dst);

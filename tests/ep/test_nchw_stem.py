@@ -47,6 +47,18 @@ def test_a_float_stem_reads_the_channels_first_image(case, isa):
     assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], what=f"{case} on {isa}")
 
 
+# Rows wide enough that a float stem runs each image in several bands of output rows (ops/conv_nhwc.cc: each task
+# pads and interleaves the input rows of its band, 64 KB of them), the last band shorter than the others.
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("case", ["RGB 3x3 stride 2 (MobileNet)", "RGB 7x7 stride 2 (ResNet)",
+                                  "RGB 4x4 stride 4, no padding (ConvNeXt's patches)"])
+def test_a_float_stem_over_wide_images_runs_in_bands(case, isa):
+    model, feeds = _float_stem(**FLOAT_STEMS[case], size=(2, 61, 700))
+    sess = session(model, fallback=False, isa=isa)
+    assert _steps(sess)[0].startswith("ToNhwc 'x/nhwc/ToNhwc' + NhwcConv 'stem'"), _steps(sess)
+    assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], what=f"{case} on {isa}, 61x700")
+
+
 def test_a_convolution_of_five_channels_keeps_the_layout_change_apart():
     model, feeds = _float_stem(cin=5, kernel=3, stride=2, pad=1)
     sess = session(model, fallback=False)

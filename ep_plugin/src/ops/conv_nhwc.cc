@@ -6,6 +6,7 @@
 // later rewrites pick other paths: algorithm="winograd" (conv_winograd.h); a depthwise ("dw_", inputs 4-5)
 // and maybe its expansion ("ex_", inputs 7-8) before a 1x1, or an expansion before a depthwise (conv_dw_pw.h);
 // a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights, or gated rows).
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -211,6 +212,8 @@ class NhwcConvImpl : public Op {
                  (gates_weights(l) ? kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) : static_cast<size_t>(l.pixels() * cg_.cin_g));
     else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
+    else if (stem_bands())
+      prepared = static_cast<size_t>(plan_stem_bands(l).slots * stem_band_floats(l)) * sizeof(float);
     else if (!depthwise_ && (l.reads_padding || nchw_input_))
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
@@ -247,6 +250,22 @@ class NhwcConvImpl : public Op {
   }
 
  private:
+  // A one-group GEMM of rows `a` with packed weights w into C rows at c (row stride Cout), bias and the residual's
+  // matching rows (or null) in the epilogue.
+  kernels::ConvGemmF32Args gemm_args(const kernels::ConvRows& a, const float* w, float* c, const kernels::ConvF32Epilogue& ep,
+                                     const float* residual) const {
+    kernels::ConvGemmF32Args g;
+    g.a = a;
+    g.w = w;
+    g.n = cg_.cout;
+    g.c = c;
+    g.ldc = cg_.cout;
+    g.ep = ep;
+    g.ep.bias = bias_.empty() ? nullptr : bias_.data();
+    g.ep.residual = residual;
+    return g;
+  }
+
   // Bytes of the convolution's own output when a folded Add's residual makes the output larger (64-aligned).
   size_t separate_conv_bytes(const std::vector<const Shape*>& in) const {
     if (in.size() < 4 || !in[3]) return 0;
@@ -297,16 +316,9 @@ class NhwcConvImpl : public Op {
       const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
       depthwise_before_->run(rc, xs, x, prepared, [&](const float* tile, int64_t m0, int64_t m1) {
         const int64_t rows = m1 - m0;
-        kernels::ConvGemmF32Args a;
-        a.a = {tile, rows, rows, 0, 1, 1, rows, cin, 1, cin, &kNoOffset};
-        a.w = packed_[0].data();
-        a.n = cout;
-        a.c = y + m0 * cout;
-        a.ldc = cout;
-        a.ep = ep;
-        a.ep.bias = bias_.empty() ? nullptr : bias_.data();
-        if (residual) a.ep.residual = residual + m0 * cout;
-        rc.kernels.conv_gemm_f32(0, rows, 0, panels, a);
+        rc.kernels.conv_gemm_f32(0, rows, 0, panels,
+                                 gemm_args({tile, rows, rows, 0, 1, 1, rows, cin, 1, cin, &kNoOffset}, packed_[0].data(),
+                                           y + m0 * cout, ep, residual ? residual + m0 * cout : nullptr));
       });
       return;
     }
@@ -350,6 +362,10 @@ class NhwcConvImpl : public Op {
     };
     if (!l.reads_padding && !nchw_input_) {  // read the input where it lies
       gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
+      return;
+    }
+    if (stem_bands()) {
+      convolve_stem_bands(rc, l, x, y, ep, residual, prepared);
       return;
     }
     const int64_t per = l.prepared_elems(cin_g), turn = images_per_turn(l);
@@ -423,27 +439,81 @@ class NhwcConvImpl : public Op {
       const int64_t img = static_cast<int64_t>(task) / chunks, m0 = static_cast<int64_t>(task) % chunks * step;
       const int64_t m1 = std::min(pixels, m0 + step);
       const float* xi = x + img * l.h * l.w * l.c;
-      kernels::ConvGemmF32Args a;
-      a.n = cout;
-      a.c = y + img * pixels * cout;
-      a.ldc = cout;
-      a.ep = ep;
-      a.ep.bias = bias_.empty() ? nullptr : bias_.data();
-      if (ep.residual) a.ep.residual = ep.residual + img * pixels * cout;
+      float* yi = y + img * pixels * cout;
+      const float* ri = ep.residual ? ep.residual + img * pixels * cout : nullptr;
       if (by_weights) {
-        a.a = {xi, pixels, l.ow, 0, l.sh, l.sw, l.w, l.c, t.count, t.k_tap, t.offsets.data()};
-        a.w = prepared + img * per_set;
-        rc.kernels.conv_gemm_f32(m0, m1, 0, panels, a);
+        rc.kernels.conv_gemm_f32(m0, m1, 0, panels,
+                                 gemm_args({xi, pixels, l.ow, 0, l.sh, l.sw, l.w, l.c, t.count, t.k_tap, t.offsets.data()},
+                                           prepared + img * per_set, yi, ep, ri));
         return;
       }
       float* rows = prepared + (img * pixels + m0) * k;  // a 1x1 stride-1 unpadded convolution: pixel m is row m
       const float* si = s + img * s_stride;
       for (int64_t m = m0; m < m1; ++m) rc.kernels.binary_vv(kernels::BinaryOp::kMul, xi + m * l.c, si, rows + (m - m0) * k, k);
-      a.a = {rows, m1 - m0, m1 - m0, 0, 1, 1, m1 - m0, k, 1, k, &kNoOffset};
-      a.w = packed_[0].data();
-      a.c += m0 * cout;
-      if (ep.residual) a.ep.residual += m0 * cout;
-      rc.kernels.conv_gemm_f32(0, m1 - m0, 0, panels, a);
+      const int64_t n = m1 - m0;
+      rc.kernels.conv_gemm_f32(0, n, 0, panels, gemm_args({rows, n, n, 0, 1, 1, n, k, 1, k, &kNoOffset}, packed_[0].data(),
+                                                          yi + m0 * cout, ep, ri ? ri + m0 * cout : nullptr));
+    });
+  }
+
+  // A stem (nchw_input, one group): bands of output rows of one image, each task padding the input rows its
+  // band reads (interleaved from the channel planes) into its own slot and running the GEMM on them at once,
+  // while they are in cache, instead of a padded copy of every image going through memory first.
+  bool stem_bands() const { return nchw_input_ && cg_.group == 1; }
+  struct StemBands {
+    int64_t rows = 1, count = 1, items = 1, slots = 1;
+  };
+  static constexpr int64_t kStemBandBytes = 64 << 10;  // a band's padded input rows: in L1 / L2 for the GEMM
+  int64_t stem_in_rows(const NhwcConvLayout& l, int64_t rows) const { return (rows - 1) * l.sh + (l.kh - 1) * l.dh + 1; }
+  StemBands plan_stem_bands(const NhwcConvLayout& l) const {
+    StemBands b;
+    const int64_t row_bytes = l.wp * cg_.cin_g * static_cast<int64_t>(sizeof(float));
+    while (b.rows < l.oh && stem_in_rows(l, b.rows + 1) * row_bytes <= kStemBandBytes) ++b.rows;
+    b.count = (l.oh + b.rows - 1) / b.rows;
+    b.items = l.n * b.count;
+    b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
+    return b;
+  }
+  int64_t stem_band_floats(const NhwcConvLayout& l) const {
+    return (stem_in_rows(l, plan_stem_bands(l).rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
+  }
+  // Padded rows [r0, r1) of one channels-first image as pixels of cin values, into `band` from its start: the
+  // padding by fills, each row's channel planes interleaved by the transpose kernel.
+  void prepare_stem_rows(const RunContext& rc, const NhwcConvLayout& l, const float* x_img, float* band, int64_t r0,
+                         int64_t r1) const {
+    const int64_t cin = cg_.cin_g, row_floats = l.wp * cin;
+    const int64_t col_lo = std::min(l.wp, l.pw), col_hi = std::clamp<int64_t>(l.pw + l.w, col_lo, l.wp);
+    for (int64_t r = r0; r < r1; ++r) {
+      float* row = band + (r - r0) * row_floats;
+      const int64_t iy = r - l.ph;
+      if (iy < 0 || iy >= l.h) {
+        std::fill(row, row + row_floats, 0.f);
+        continue;
+      }
+      std::fill(row, row + col_lo * cin, 0.f);
+      std::fill(row + col_hi * cin, row + row_floats, 0.f);
+      rc.kernels.transpose32(reinterpret_cast<const uint32_t*>(x_img + iy * l.w + (col_lo - l.pw)), l.h * l.w,
+                             reinterpret_cast<uint32_t*>(row + col_lo * cin), cin, cin, col_hi - col_lo);
+    }
+  }
+
+  void convolve_stem_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
+                           const kernels::ConvF32Epilogue& ep, const float* residual, float* slots) const {
+    const StemBands b = plan_stem_bands(l);
+    const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16, per_slot = stem_band_floats(l);
+    const NhwcConvLayout::Taps t = l.taps(cin, cin, l.wp);
+    std::atomic<int64_t> next{0};
+    rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
+      float* band = slots + static_cast<int64_t>(slot) * per_slot;
+      for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
+        const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
+        const int64_t r0 = oy0 * l.sh, r1 = (oy1 - 1) * l.sh + (l.kh - 1) * l.dh + 1;  // padded input rows
+        prepare_stem_rows(rc, l, x + img * l.h * l.w * l.c, band, r0, r1);
+        const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
+        rc.kernels.conv_gemm_f32(0, pixels, 0, panels,
+                                 gemm_args({band, pixels, l.ow, 0, l.sh, l.sw, l.wp, cin, t.count, t.k_tap, t.offsets.data()},
+                                           packed_[0].data(), y + first * cout, ep, residual ? residual + first * cout : nullptr));
+      }
     });
   }
 

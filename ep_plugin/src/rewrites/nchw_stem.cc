@@ -1,7 +1,7 @@
 // Folds the layout change at a partition's input into the stem convolution that alone reads it: ToNhwc(x) ->
 // NhwcConv / NhwcQConv with few input channels (an RGB image) becomes the convolution reading x [N, C, H, W]
-// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc.h, prepare_nchw_rows), so
-// the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
+// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc.cc: by bands of rows in
+// cache; ops/qconv_nhwc.cc: prepare_nchw_rows), so the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
 // choices of the rewrites before (Winograd, folded depthwise, channel scales, blocks, gates) rule one out.
 #include "rewrite.h"
 
