@@ -137,7 +137,7 @@ void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, 
     for (int64_t t; (t = next.fetch_add(1)) < tiles;) {
       const int64_t m0 = t * per, m1 = std::min(pixels, m0 + per);
       mine.c = out ? out : tile;
-      mine.c_row0 = out ? 0 : m0;  // pixel m lands in row m - m0 of the tile
+      mine.c_row0 = out ? 0 : m0;  // pixel m lands in row m of out, or row m - m0 of the tile
       rc.kernels.dwconv_f32(m0, m1, mine);
       pointwise(out ? out + m0 * cg_.cout : tile, m0, m1);
     }
