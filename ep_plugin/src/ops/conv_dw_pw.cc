@@ -96,7 +96,7 @@ void DepthwiseStage::prepare() {
 DepthwiseStage::Bands DepthwiseStage::bands(const NhwcConvLayout& l) const {
   Bands b;
   b.plan = plan_depthwise_bands(l, cg_.cout * static_cast<int64_t>(sizeof(float)), cg_.cout * static_cast<int64_t>(sizeof(float)));
-  b.tile_offset = (b.plan.in_rows * l.w * cg_.cout + 15) / 16 * 16;
+  b.tile_offset = (kBandCapacity * b.plan.in_rows * l.w * cg_.cout + 15) / 16 * 16;  // BandRows::place's rows
   b.slot_floats = b.tile_offset + b.plan.rows * l.ow * cg_.cout;
   return b;
 }
@@ -159,16 +159,17 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
   const int64_t panels = (c + 15) / 16;
   std::atomic<int64_t> next{0};
   rc.parallel_for(static_cast<size_t>(plan.slots), [&](size_t slot) {
-    float* band = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * b.slot_floats;
+    float* buffer = static_cast<float*>(scratch) + static_cast<int64_t>(slot) * b.slot_floats;
     kernels::ConvGemmF32Args mine_e = e;
     kernels::DwconvF32Args mine = a;
-    float* tile = band + b.tile_offset;
+    float* tile = buffer + b.tile_offset;
     BandRows held;
     auto one_band = [&](int64_t img, int64_t band_index) {
       const int64_t oy0 = band_index * rows, oy1 = std::min(l.oh, oy0 + rows);
-      // The input rows these output rows read: those the last band made moved up, the rest expanded after them.
+      // The input rows these output rows read: those the last band made kept, the rest expanded after them.
       const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
-      const int64_t fresh0 = held.keep(band, l.w * c, r0, r1), fresh = (r1 - fresh0) * l.w;
+      const auto [band, fresh0] = held.place(buffer, l.w * c, kBandCapacity * plan.in_rows, r0, r1);
+      const int64_t fresh = (r1 - fresh0) * l.w;
       if (fresh > 0) {
         mine_e.a = {x + (img * l.h + fresh0) * l.w * ex_->cin, fresh, fresh, 0, 1, 1, fresh, ex_->cin, 1, ex_->cin, &kNoOffset};
         mine_e.c = band + (fresh0 - r0) * l.w * c;

@@ -4,8 +4,8 @@
 // (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
 // block of output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile
 // to the pointwise GEMM while it is in cache; with it, runs of bands of output rows of one image: a band's
-// input rows come from the expansion GEMM, except those it shares with the band before, which are moved up
-// (only the first band of a run remakes them; runs are few, enough for every thread).
+// input rows come from the expansion GEMM, except those it shares with the band before, which are kept
+// (depthwise_bands.h; only the first band of a run remakes them; runs are few, enough for every thread).
 #pragma once
 
 #include <functional>

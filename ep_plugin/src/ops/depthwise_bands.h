@@ -1,7 +1,7 @@
 // How a depthwise convolution with the 1x1 expansion before it folded in (conv_dw_pw.h: float32,
 // qconv_block.h: int8) is cut into bands of output rows of one image, so that the expanded rows a band reads
 // are made into a buffer of its thread and used while in cache. Consecutive bands share input rows (a 3x3
-// stride-1 kernel: two): a run of bands makes them once and moves them up its buffer (BandRows).
+// stride-1 kernel: two): a run of bands makes them once and keeps them in its buffer (BandRows).
 #pragma once
 
 #include <algorithm>
@@ -49,17 +49,25 @@ inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_p
   return b;
 }
 
-// The input rows a thread's band buffer holds, from its start.
+// The input rows a thread's band buffer holds. The buffer has room for kBandCapacity bands' rows: the next
+// band's rows go after the ones held while they fit, and only then are the rows it shares with the band before
+// moved to the buffer's start (a 3x3 stride-1 band shares two rows: moved every other band, not every band).
+constexpr int64_t kBandCapacity = 2;
+
 struct BandRows {
-  int64_t have0 = 0, have1 = 0;
-  // For the next band, reading rows [r0, r1) (of the same image, after the last band's): moves the rows it
-  // already holds (row_elems values each) to the buffer's start and returns the first row still to make.
+  int64_t have0 = 0, have1 = 0, at = 0;  // rows [have0, have1) held from buffer row `at`
+  // For the next band, reading rows [r0, r1) (of the same image, after the last band's), in a buffer of
+  // `capacity` rows of row_elems values: where row r0 lies, and the first row still to make.
   template <typename T>
-  int64_t keep(T* band, int64_t row_elems, int64_t r0, int64_t r1) {
+  std::pair<T*, int64_t> place(T* buf, int64_t row_elems, int64_t capacity, int64_t r0, int64_t r1) {
     const int64_t kept = std::max<int64_t>(0, std::min(have1, r1) - std::max(have0, r0));
-    if (kept > 0 && r0 > have0) std::memmove(band, band + (r0 - have0) * row_elems, static_cast<size_t>(kept * row_elems) * sizeof(T));
-    have0 = r0, have1 = r1;
-    return r0 + kept;
+    int64_t start = kept > 0 ? at + (r0 - have0) : 0;
+    if (start + (r1 - r0) > capacity) {
+      if (kept > 0) std::memmove(buf, buf + start * row_elems, static_cast<size_t>(kept * row_elems) * sizeof(T));
+      start = 0;
+    }
+    have0 = r0, have1 = r1, at = start;
+    return {buf + start * row_elems, r0 + kept};
   }
 };
 

@@ -71,22 +71,23 @@ class QConvBlock : public Op {
       auto one_band = [&](int64_t img, int64_t band_index) {
         const int64_t oy0 = band_index * p.rows, oy1 = std::min(l.oh, oy0 + p.rows);
         const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
-        const int64_t fresh0 = held.keep(buf.band, l.w * c, r0, r1), fresh = (r1 - fresh0) * l.w;
+        const auto [band, fresh0] = held.place(buf.band, l.w * c, band_capacity_rows(p), r0, r1);
+        const int64_t fresh = (r1 - fresh0) * l.w;
         if (fresh > 0) {  // the rows not held yet: expanded (requantized as the unit would), then x - x_zero
           const uint8_t* rows = x + (img * l.h + fresh0) * l.w * cin;
           if (ex_) {
             ex_->pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
             rows = buf.expanded;
           }
-          rc.kernels.dequantize(rows, true, depthwise().input_zero(), 1.f, buf.band + (fresh0 - r0) * l.w * c, fresh * c);
+          rc.kernels.dequantize(rows, true, depthwise().input_zero(), 1.f, band + (fresh0 - r0) * l.w * c, fresh * c);
         }
         const kernels::DwconvGeometry g = band_geometry(l, c, r0, r1, oy0, oy1);
         const int64_t pixels = (oy1 - oy0) * l.ow, first = img * l.pixels() + oy0 * l.ow;
         if (!projection()) {
-          depthwise().depthwise_pixels(rc, g, buf.band, 0, pixels, y + first * c);
+          depthwise().depthwise_pixels(rc, g, band, 0, pixels, y + first * c);
           return;
         }
-        depthwise().depthwise_pixels(rc, g, buf.band, 0, pixels, buf.tile);
+        depthwise().depthwise_pixels(rc, g, band, 0, pixels, buf.tile);
         projection()->pointwise_rows(rc, buf.tile, pixels, y + first * cout, ldo ? other + first * cout : other, ldo,
                                      buf.pw_scratch);
       };
@@ -122,10 +123,12 @@ class QConvBlock : public Op {
   using SlotParts = std::array<size_t, 5>;  // the bytes of each of a Slot's parts, in its order, 64-aligned
   SlotParts slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
     const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
-    return {aligned(static_cast<size_t>(in_pixels * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
+    return {aligned(static_cast<size_t>(band_capacity_rows(p) * l.w * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
             aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->pointwise_scratch_bytes(in_pixels) : 0),
             aligned(projection() ? projection()->pointwise_scratch_bytes(out_pixels) : 0)};
   }
+  // Rows the float band holds (BandRows::place).
+  static int64_t band_capacity_rows(const DepthwiseBands& p) { return kBandCapacity * p.in_rows; }
   static size_t slot_bytes(const SlotParts& parts) { return std::accumulate(parts.begin(), parts.end(), size_t{0}); }
   static Slot carve(uint8_t* at, const SlotParts& parts) {
     Slot s;
