@@ -150,8 +150,9 @@ class NhwcConvImpl : public Op {
     if (channel_scale_ && (!cg_.is_pointwise() || winograd_ || n.has_attr("dw_group")))
       throw Error(n.label() + ": a folded channel scale needs a 1x1 convolution of stride 1 without padding");
     nchw_input_ = n.attr_i(kNchwInputAttr, 0) != 0;  // a stem reading the partition's NCHW input (rewrites/nchw_stem.cc)
-    if (nchw_input_ && (depthwise_ || winograd_ || channel_scale_ || expanded_ || n.has_attr("dw_group") || cg_.spatial != 2))
-      throw Error(n.label() + ": only a plain 2-D convolution reads its input channels-first");
+    if (nchw_input_ && (depthwise_ || winograd_ || channel_scale_ || expanded_ || n.has_attr("dw_group") || cg_.spatial != 2 ||
+                        cg_.group != 1))
+      throw Error(n.label() + ": only a plain 2-D convolution of one group reads its input channels-first");
     if (n.has_attr("dw_group")) {  // a depthwise convolution folded in before this 1x1 one
       if (!cg_.is_pointwise() || winograd_)
         throw Error(n.label() + ": a folded depthwise convolution needs a 1x1 convolution of stride 1 without padding after it");
@@ -212,9 +213,9 @@ class NhwcConvImpl : public Op {
                  (gates_weights(l) ? kernels::sgemm_packed_b_floats(cg_.cin_g, cg_.cout) : static_cast<size_t>(l.pixels() * cg_.cin_g));
     else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
-    else if (stem_bands())
-      prepared = static_cast<size_t>(plan_stem_bands(l).slots * stem_band_floats(l)) * sizeof(float);
-    else if (!depthwise_ && (l.reads_padding || nchw_input_))
+    else if (nchw_input_)  // each slot's band of padded rows
+      prepared = plan_stem_bands(l).scratch_bytes();
+    else if (!depthwise_ && l.reads_padding)
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
   }
@@ -277,10 +278,7 @@ class NhwcConvImpl : public Op {
   // What this convolution's own geometry applies to: the folded depthwise's output (a 1x1 convolution that
   // took one), the folded expansion's (a depthwise that took one), or x itself.
   Shape conv_input_shape(const Shape& x) const {
-    if (nchw_input_) {  // [N, C, H, W] read as the [N, H, W, C] it stands for
-      if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
-      return {x[0], x[2], x[3], x[1]};
-    }
+    if (nchw_input_) return nchw_as_channels_last(x);
     if (depthwise_before_) return depthwise_before_->output_shape(x);
     if (expanded_) {  // this depthwise's input: the folded expansion's output, C channels per pixel
       Shape mid = x;
@@ -360,12 +358,12 @@ class NhwcConvImpl : public Op {
                             [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { rc.kernels.conv_gemm_f32(m0, m1, p0, p1, a); });
       }
     };
-    if (!l.reads_padding && !nchw_input_) {  // read the input where it lies
-      gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
+    if (nchw_input_) {
+      convolve_stem_bands(rc, l, x, y, ep, residual, prepared);
       return;
     }
-    if (stem_bands()) {
-      convolve_stem_bands(rc, l, x, y, ep, residual, prepared);
+    if (!l.reads_padding) {  // read the input where it lies
+      gemm(x, l.n, l.h * l.w * l.c, cin_g, l.w, l.c, y);
       return;
     }
     const int64_t per = l.prepared_elems(cin_g), turn = images_per_turn(l);
@@ -456,12 +454,13 @@ class NhwcConvImpl : public Op {
     });
   }
 
-  // A stem (nchw_input, one group): bands of output rows of one image, each task padding the input rows its
-  // band reads (interleaved from the channel planes) into its own slot and running the GEMM on them at once,
-  // while they are in cache, instead of a padded copy of every image going through memory first.
-  bool stem_bands() const { return nchw_input_ && cg_.group == 1; }
+  // A stem (nchw_input): bands of output rows of one image, each task padding the input rows its band reads
+  // (interleaved from the channel planes) into its own slot and running the GEMM on them at once, while they
+  // are in cache, instead of a padded copy of every image going through memory first.
   struct StemBands {
     int64_t rows = 1, count = 1, items = 1, slots = 1;
+    int64_t slot_floats = 0;  // one slot: a band's padded input rows
+    size_t scratch_bytes() const { return static_cast<size_t>(slots * slot_floats) * sizeof(float); }
   };
   static constexpr int64_t kStemBandBytes = 64 << 10;  // a band's padded input rows: in L1 / L2 for the GEMM
   int64_t stem_in_rows(const NhwcConvLayout& l, int64_t rows) const { return (rows - 1) * l.sh + (l.kh - 1) * l.dh + 1; }
@@ -472,10 +471,8 @@ class NhwcConvImpl : public Op {
     b.count = (l.oh + b.rows - 1) / b.rows;
     b.items = l.n * b.count;
     b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
+    b.slot_floats = (stem_in_rows(l, b.rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
     return b;
-  }
-  int64_t stem_band_floats(const NhwcConvLayout& l) const {
-    return (stem_in_rows(l, plan_stem_bands(l).rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
   }
   // Padded rows [r0, r1) of one channels-first image as pixels of cin values, into `band` from its start: the
   // padding by fills, each row's channel planes interleaved by the transpose kernel.
@@ -500,14 +497,14 @@ class NhwcConvImpl : public Op {
   void convolve_stem_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
                            const kernels::ConvF32Epilogue& ep, const float* residual, float* slots) const {
     const StemBands b = plan_stem_bands(l);
-    const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16, per_slot = stem_band_floats(l);
+    const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
     const NhwcConvLayout::Taps t = l.taps(cin, cin, l.wp);
     std::atomic<int64_t> next{0};
     rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
-      float* band = slots + static_cast<int64_t>(slot) * per_slot;
+      float* band = slots + static_cast<int64_t>(slot) * b.slot_floats;
       for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
         const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
-        const int64_t r0 = oy0 * l.sh, r1 = (oy1 - 1) * l.sh + (l.kh - 1) * l.dh + 1;  // padded input rows
+        const int64_t r0 = oy0 * l.sh, r1 = r0 + stem_in_rows(l, oy1 - oy0);  // padded input rows
         prepare_stem_rows(rc, l, x + img * l.h * l.w * l.c, band, r0, r1);
         const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
         rc.kernels.conv_gemm_f32(0, pixels, 0, panels,
@@ -530,12 +527,8 @@ class NhwcConvImpl : public Op {
     rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
       const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
       const int64_t img = i0 + u / cg_.group, gi = u % cg_.group;
-      if (nchw_input_)
-        prepare_nchw_rows(l, x + img * l.h * l.w * l.c, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f, CopyValue{}, r0,
-                          std::min(l.hp, r0 + rows_per_task));
-      else
-        prepare_nhwc_rows(l, x + img * l.h * l.w * l.c, l.c, gi * cg_.cin_g, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f,
-                          CopyValue{}, r0, std::min(l.hp, r0 + rows_per_task));
+      prepare_nhwc_rows(l, x + img * l.h * l.w * l.c, l.c, gi * cg_.cin_g, cg_.cin_g, cg_.cin_g, dst + u * per, 0.f,
+                        CopyValue{}, r0, std::min(l.hp, r0 + rows_per_task));
     });
   }
 

@@ -103,6 +103,12 @@ void prepare_nchw_rows(const NhwcConvLayout& l, const T* x_img, int64_t c, int64
 // The attribute of an NhwcConv / NhwcQConv that reads its input channels-first (rewrites/nchw_stem.cc).
 constexpr const char* kNchwInputAttr = "nchw_input";
 
+// Such an input's shape [N, C, H, W] as the channels-last [N, H, W, C] it stands for.
+inline Shape nchw_as_channels_last(const Shape& x) {
+  if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
+  return {x[0], x[2], x[3], x[1]};
+}
+
 // Weights [Cout, Cin/g, kh(, kw)] of group g as a GEMM B of (taps * kt) x cout_g, tap-major, channels
 // padded with zeros to kt: b[(t * kt + c) * cout_g + j] = value(W[g * cout_g + j][c][t]).
 template <typename T, typename Value>

@@ -277,12 +277,6 @@ void NhwcQConv::finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* oth
   if (lut_) lut_.apply(rc, y, cg_.cout, m0, m1, j0, j1);
 }
 
-Shape NhwcQConv::channels_last(const Shape& x) const {
-  if (!nchw_input_) return x;
-  if (x.size() != 4) throw Error("X " + shape_str(x) + " is not a 2-D channels-first image");
-  return {x[0], x[2], x[3], x[1]};
-}
-
 kernels::QgemmEpilogue NhwcQConv::epilogue() const {
   kernels::QgemmEpilogue ep = ep_;
   ep.scale_col = scale_.data();

@@ -79,7 +79,7 @@ class NhwcQConv : public Op {
   }
   // Input shape x as the channels-last shape it stands for (x itself, or with nchw_input [N, C, H, W] read as
   // [N, H, W, C]), and the geometry for it.
-  Shape channels_last(const Shape& x) const;
+  Shape channels_last(const Shape& x) const { return nchw_input_ ? nchw_as_channels_last(x) : x; }
   NhwcConvLayout layout(const Shape& x) const { return NhwcConvLayout(cg_, channels_last(x)); }
   int64_t images_per_turn(const NhwcConvLayout& l) const;
   void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
