@@ -272,6 +272,15 @@ struct ConvGemmF32Args {
 };
 // int8: exact int32 sums (plus comp_col[j] for u8 x s8 A) through the QgemmEpilogue (per-column scales).
 // A holds int16 values minus their zero point for the s16-pair kernels, uint8 for the u8 x s8 ones.
+// A QAdd folded into the epilogue (ops/qadd_after.h): each quantized value of C (operand a, whose zero point
+// p.za is the epilogue's out_zero) is added to the other operand's value at the same row and column
+// (other + m * ldo + j; ldo 0: one row for all) by QBinaryParams' operations, and C holds the Add's result.
+// Only conv_gemm_u8s8 takes one; the callers of the s16 kernels run the Add on C after them.
+struct ConvQAdd {
+  const void* other = nullptr;
+  int64_t ldo = 0;
+  QBinaryParams p;
+};
 struct ConvGemmQ8Args {
   ConvRows a;
   const void* w = nullptr;  // packed B panels: int16 pairs or int8 quads
@@ -280,6 +289,7 @@ struct ConvGemmQ8Args {
   int64_t ldc = 0;
   const int32_t* comp_col = nullptr;
   const QgemmEpilogue* ep = nullptr;
+  const ConvQAdd* add = nullptr;  // u8 x s8 only
 };
 // Rows [m0, m1) by 16-column panels [p0, p1) of C.
 using ConvGemmF32Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& args);

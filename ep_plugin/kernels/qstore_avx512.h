@@ -38,10 +38,10 @@ inline void store16(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilog
 }
 
 // The epilogue of 16 sums of row i with per-column scales (the convolution / GEMM case), all in
-// registers: `sums` are the int32 sums (zero-point compensation included) as float32, which the
+// registers (always inlined: a call spills every live accumulator, the zmm registers being caller-saved): `sums` are the int32 sums (zero-point compensation included) as float32, which the
 // depthwise kernels hold already; scale and bias are the columns' vectors (bias may be null), `k` masks
 // C's edge. The operations of qgemm_store, in its order.
-inline void requantize16(__m512 sums, __m512 scale, const float* bias, __mmask16 k, const QgemmEpilogue& ep, void* c,
+__attribute__((always_inline)) inline void requantize16(__m512 sums, __m512 scale, const float* bias, __mmask16 k, const QgemmEpilogue& ep, void* c,
                          int64_t index) {
   __m512 real = _mm512_mul_ps(sums, scale);
   if (bias) real = _mm512_add_ps(real, _mm512_maskz_loadu_ps(k, bias));

@@ -1,13 +1,14 @@
-// AVX-512 QuantizeLinear / DequantizeLinear and the quantized Add / Mul, sixteen values at a time, equal to the
-// scalar reference (quantize_scalar.cc) bit for bit: the same true division, and the saturation done
-// before the half-to-even rounding, which gives the same integers (the bounds are integers; max returns
-// its second operand for NaN, so NaN becomes the minimum as in the scalar code). Compiled with
-// -mavx512f -mavx512bw (and the VNNI set); only called when the CPU reports them.
+// AVX-512 QuantizeLinear / DequantizeLinear (sixteen values at a time) and the quantized Add / Mul (64 at a
+// time, qbinary_avx512.h), equal to the scalar reference (quantize_scalar.cc) bit for bit: the same true
+// division, and the saturation done before the half-to-even rounding, which gives the same integers (the
+// bounds are integers; max returns its second operand for NaN, so NaN becomes the minimum as in the scalar
+// code). Compiled with -mavx512f -mavx512bw (and the VNNI set); only called when the CPU reports them.
 #include <immintrin.h>
 
 #include <cstdint>
 
 #include "kernel_table.h"
+#include "qbinary_avx512.h"
 
 namespace optim::kernels {
 namespace {
@@ -26,9 +27,7 @@ inline void store16(__m512i v, void* dst, int64_t i) {
 
 // Sixteen stored values (uint8 or int8) minus the zero point, as float32 (exact).
 inline __m512 load16(const void* src, bool u8, int64_t i, int32_t zero) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(src) + i));
-  const __m512i v = u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b);
-  return _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_set1_epi32(zero)));
+  return widen16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint8_t*>(src) + i)), u8, zero);
 }
 
 }  // namespace
@@ -50,21 +49,26 @@ void dequantize_f32_avx512(const void* q, bool from_u8, int32_t zero_point, floa
 
 namespace {
 
-// The loop for one operation and pair of input types. Its parameters are locals: stores through a byte
-// pointer may alias anything, so fields read through `p` would be reloaded (and branched on) for every
-// sixteen values.
+// The loop for one operation and pair of input types, 64 values a step (qbinary_avx512.h). Its parameters
+// are locals: stores through a byte pointer may alias anything, so fields read through `p` would be
+// reloaded (and branched on) for every step.
 template <bool kMul, bool kAU8, bool kBU8>
 void qbinary_loop(const void* a, const void* b, const QBinaryParams& p, void* y, int64_t n) {
-  const __m512 sa = _mm512_set1_ps(p.sa), sb = _mm512_set1_ps(p.sb), sy = _mm512_set1_ps(p.sy);
-  const int32_t za = p.za, zb = p.zb, zy = p.zy, qmin = p.qmin, qmax = p.qmax;
+  const QBinaryVec v(p);
+  const int32_t za = p.za, zb = p.zb;
+  const uint8_t* ab = static_cast<const uint8_t*>(a);
+  const uint8_t* bb = static_cast<const uint8_t*>(b);
+  uint8_t* yb = static_cast<uint8_t*>(y);
+  auto sixteen = [&](int64_t at) {
+    const __m512 fa = _mm512_mul_ps(load16(ab, kAU8, at, za), v.sa), fb = _mm512_mul_ps(load16(bb, kBU8, at, zb), v.sb);
+    return v.result16<kMul>(fa, fb);
+  };
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 fa = _mm512_mul_ps(load16(a, kAU8, i, za), sa), fb = _mm512_mul_ps(load16(b, kBU8, i, zb), sb);
-    const __m512 v = kMul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);
-    store16(to_integers(_mm512_div_ps(v, sy), zy, qmin, qmax), y, i);
+  for (; i + 64 <= n; i += 64) {
+    const __m512i w0 = v.words(sixteen(i), sixteen(i + 16)), w1 = v.words(sixteen(i + 32), sixteen(i + 48));
+    _mm512_storeu_si512(yb + i, v.bytes64(w0, w1));
   }
-  if (i < n) qbinary_q8_scalar(static_cast<const uint8_t*>(a) + i, static_cast<const uint8_t*>(b) + i, p,
-                               static_cast<uint8_t*>(y) + i, n - i);
+  for (; i < n; i += 16) qbinary16(ab + i, bb + i, p, v, yb + i, n - i);
 }
 
 template <bool kMul>

@@ -4,6 +4,11 @@
 
 #include <utility>
 
+// For the lambdas a large kernel gives unrolled() (and its epilogue helpers): in a big enough function GCC
+// declines to inline one, and the register arrays whose addresses reach that call go to the stack, in the
+// hot loop as well (a store of every accumulator per K step).
+#define OPTIM_INLINED __attribute__((always_inline))
+
 namespace optim::kernels {
 
 template <typename F, int... I>

@@ -17,15 +17,17 @@ N = helper.make_node
 INT8_STEP_TOLERANCE = 1  # the CPU EP's QLinearConv / MatMul requantize in their own order: one step apart at most
 
 
-def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "u8", keep_unit_output: bool = False,
-           batch: int = 2, seed: int = 0):
+def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "u8", out_type: str = "u8",
+           cout: int = 32, keep_unit_output: bool = False, batch: int = 2, seed: int = 0):
     """x (u8) -> DQ -> unit (Conv, or MatMul over [batch, 9, 32]) -> Q -> DQ -> Add(DQ(other)) [-> Relu] -> Q -> y.
     Conv: other is a residual of the output's shape, from a 1x1 QDQ convolution of x (a ResNet's downsampling
-    branch: channels last like the unit); MatMul: a quantized bias row (a constant)."""
+    branch: channels last like the unit); MatMul: a quantized bias row (a constant). out_type: the unit's
+    quantized output and y (the fold needs them alike)."""
     rng = np.random.default_rng(seed)
     o_np = np.uint8 if other_type == "u8" else np.int8
+    y_np, y_proto = (np.uint8, TensorProto.UINT8) if out_type == "u8" else (np.int8, TensorProto.INT8)
     if unit == "conv":
-        cin, cout, hw = 32, 32, 9
+        cin, hw = 32, 9
         x_shape, y_shape = [batch, cin, hw, hw], [batch, cout, hw, hw]
         w = rng.integers(-127, 128, (cout, cin // group, 3, 3)).astype(np.int8)
         w_scale = rng.uniform(0.002, 0.01, cout).astype(np.float32)
@@ -41,8 +43,9 @@ def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "
         inits = {"w": rng.integers(-127, 128, (k, n)).astype(np.int8), "ws": np.float32(0.004), "wz": np.int8(0),
                  "other": rng.integers(np.iinfo(o_np).min, np.iinfo(o_np).max + 1, n).astype(o_np)}
         op = [N("DequantizeLinear", ["w", "ws", "wz"], ["wf"]), N("MatMul", ["xf", "wf"], ["u"], name="unit")]
-    inits.update({"xs": np.float32(0.02), "xz": np.uint8(120), "us": np.float32(0.05), "uz": np.uint8(128),
-                  "os": np.float32(0.03), "oz": np.array(5, o_np), "ys": np.float32(0.07), "yz": np.uint8(100)})
+    inits.update({"xs": np.float32(0.02), "xz": np.uint8(120), "us": np.float32(0.05), "uz": np.array(128 if out_type == "u8" else 3, y_np),
+                  "os": np.float32(0.03), "oz": np.array(5, o_np), "ys": np.float32(0.07),
+                  "yz": np.array(100 if out_type == "u8" else -20, y_np)})
     nodes = [N("DequantizeLinear", ["x", "xs", "xz"], ["xf"]), *op,
              N("QuantizeLinear", ["u", "us", "uz"], ["uq"]), N("DequantizeLinear", ["uq", "us", "uz"], ["ud"]),
              N("DequantizeLinear", ["other", "os", "oz"], ["of"]), N("Add", ["ud", "of"], ["s"], name="add")]
@@ -50,9 +53,9 @@ def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "
         nodes.append(N("Relu", ["s"], ["r"]))
     nodes.append(N("QuantizeLinear", ["r" if relu else "s", "ys", "yz"], ["y"]))
     inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, x_shape)]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.UINT8, y_shape)]
+    outputs = [helper.make_tensor_value_info("y", y_proto, y_shape)]
     if keep_unit_output:  # both operands leave the graph: nothing to fold into
-        outputs.append(helper.make_tensor_value_info("uq", TensorProto.UINT8, y_shape))
+        outputs.append(helper.make_tensor_value_info("uq", y_proto, y_shape))
         if unit == "conv":
             outputs.append(helper.make_tensor_value_info("other", TensorProto.UINT8 if other_type == "u8" else TensorProto.INT8,
                                                          y_shape))
@@ -66,6 +69,11 @@ CASES = {
     "conv residual": dict(unit="conv"),
     "conv residual, Relu after the Add": dict(unit="conv", relu=True),
     "conv residual, int8 operand": dict(unit="conv", other_type="s8"),
+    "conv residual, int8 output, Relu after the Add": dict(unit="conv", out_type="s8", relu=True),
+    "conv residual, int8 output and operand": dict(unit="conv", out_type="s8", other_type="s8"),
+    # tiles of two column panels, the second pair part-filled (56 = 32 + 24), and of one panel (48 = 32 + 16)
+    "conv residual, 56 channels": dict(unit="conv", cout=56),
+    "conv residual, 48 channels, Relu after the Add": dict(unit="conv", cout=48, relu=True),
     "grouped conv residual": dict(unit="conv", group=2),  # 16 channels per group: channels last
     "depthwise conv residual": dict(unit="conv", group=32),
     "MatMul bias row": dict(unit="matmul"),

@@ -24,6 +24,14 @@ int64_t QAddAfter::other_stride(const Shape& other, const Shape& y) const {
               shape_str(y) + " nor one row of it");
 }
 
+std::optional<kernels::ConvQAdd> QAddAfter::in_epilogue(const kernels::QgemmEpilogue& ep, const void* other,
+                                                        int64_t ldo) const {
+  if (!active_ || p_.mul || ep.out == kernels::QuantOut::kFloat32 || p_.a_u8 != (ep.out == kernels::QuantOut::kUint8) ||
+      p_.za != ep.out_zero)
+    return std::nullopt;
+  return kernels::ConvQAdd{other, ldo, p_};
+}
+
 void QAddAfter::apply(const RunContext& rc, void* y, int64_t ldy, const void* other, int64_t ldo, int64_t m0, int64_t m1,
                       int64_t j0, int64_t j1) const {
   if (j1 <= j0) return;

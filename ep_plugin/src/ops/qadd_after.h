@@ -6,6 +6,8 @@
 // pair bit for bit, without writing and reading the unit's output again.
 #pragma once
 
+#include <optional>
+
 #include "qgemm.h"
 
 namespace optim {
@@ -34,6 +36,9 @@ class QAddAfter {
   // The other operand's row stride in elements for a unit output of shape y (rows of y's last dim): that
   // dim when it has y's shape, 0 when it is one row repeated (a bias). Throws Error otherwise.
   int64_t other_stride(const Shape& other, const Shape& y) const;
+  // The Add as a convolution's epilogue (kernels::ConvQAdd) for the unit's epilogue ep, or nullopt when the
+  // kernel cannot take it: its operand a must be the value ep quantizes (za = ep.out_zero, same type).
+  std::optional<kernels::ConvQAdd> in_epilogue(const kernels::QgemmEpilogue& ep, const void* other, int64_t ldo) const;
   // Rows [m0, m1), columns [j0, j1) of y (row stride ldy) through the Add with `other` (row stride ldo), in place.
   void apply(const RunContext& rc, void* y, int64_t ldy, const void* other, int64_t ldo, int64_t m0, int64_t m1,
              int64_t j0, int64_t j1) const;

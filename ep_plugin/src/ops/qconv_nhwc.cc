@@ -116,9 +116,7 @@ void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, cons
                           static_cast<double>(images * image_stride / cg_.group * elem_bytes()),
                           static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
                           [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
-                            kernel(m0, m1, p0, p1, a);
-                            finish_rows(rc, static_cast<uint8_t*>(a.c), other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1,
-                                        p0 * 16, std::min(cout_g, p1 * 16));
+                            gemm_rows(rc, a, other.at(y0 - y) + gi * cout_g, other.ldo, m0, m1, p0, p1);
                           });
     }
   };
@@ -271,6 +269,23 @@ void NhwcQConv::run_gated(const RunContext& rc, const NhwcConvLayout& l, const T
   });
 }
 
+void NhwcQConv::gemm_rows(const RunContext& rc, const kernels::ConvGemmQ8Args& a, const uint8_t* other, int64_t ldo,
+                          int64_t m0, int64_t m1, int64_t p0, int64_t p1) const {
+  const int64_t j0 = p0 * 16, j1 = std::min(a.n, p1 * 16);
+  uint8_t* c = static_cast<uint8_t*>(a.c);
+  if (u8s8_ && after_) {
+    if (const std::optional<kernels::ConvQAdd> add = after_.in_epilogue(*a.ep, other, ldo)) {
+      kernels::ConvGemmQ8Args fused = a;
+      fused.add = &*add;
+      rc.kernels.conv_gemm_u8s8(m0, m1, p0, p1, fused);
+      if (lut_) lut_.apply(rc, c, cg_.cout, m0, m1, j0, j1);
+      return;
+    }
+  }
+  (u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16)(m0, m1, p0, p1, a);
+  finish_rows(rc, c, other, ldo, m0, m1, j0, j1);
+}
+
 void NhwcQConv::finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* other, int64_t ldo, int64_t m0, int64_t m1,
                             int64_t j0, int64_t j1) const {
   if (after_) after_.apply(rc, y, cg_.cout, other, ldo, m0, m1, j0, j1);
@@ -324,8 +339,7 @@ void NhwcQConv::pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t p
   args.ldc = cg_.cout;
   args.comp_col = u8s8_ ? comp_.data() : nullptr;
   args.ep = &ep;
-  (u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16)(0, pixels, 0, (cg_.cout + 15) / 16, args);
-  finish_rows(rc, y, other, ldo, 0, pixels, 0, cg_.cout);
+  gemm_rows(rc, args, other, ldo, 0, pixels, 0, (cg_.cout + 15) / 16);
 }
 
 void NhwcQConv::depthwise_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0,

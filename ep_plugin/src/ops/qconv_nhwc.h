@@ -60,6 +60,10 @@ class NhwcQConv : public Op {
   // the folded QAdd with the other operand's rows at `other` (row stride ldo), then the folded table.
   void finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* other, int64_t ldo, int64_t m0, int64_t m1, int64_t j0,
                    int64_t j1) const;
+  // The GEMM kernel on rows [m0, m1) x panels [p0, p1) of a, then finish_rows on them; the u8 x s8 kernel takes
+  // the folded QAdd into its epilogue instead (the unit's own bytes never stored and read back).
+  void gemm_rows(const RunContext& rc, const kernels::ConvGemmQ8Args& a, const uint8_t* other, int64_t ldo, int64_t m0,
+                 int64_t m1, int64_t p0, int64_t p1) const;
   void run_depthwise(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
                      const kernels::QgemmEpilogue& ep, const Other& other) const;
   bool depthwise_exact() const;
