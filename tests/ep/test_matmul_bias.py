@@ -66,6 +66,34 @@ def test_a_matmul_whose_output_is_also_read_elsewhere_keeps_its_add():
         assert_close(got, want)
 
 
+@pytest.mark.parametrize("bias, approximate", [(True, "none"), (True, "tanh"), (False, "none")])
+def test_a_gelu_after_the_matmul_runs_on_its_blocks_with_the_bits_of_the_gelu_step(bias, approximate):
+    """A transformer's MLP middle: MatMul (+ bias) + Gelu in one step, the Gelu run on each finished block of
+    the output (200 columns: 13 panels, the last one part-filled; 300 rows: several tasks). Same bytes as the
+    Gelu as a step of its own (kept apart by reading the MatMul's result twice), on every ISA."""
+    inits = {"w": rand(RNG, 64, 200), "bias": rand(RNG, 200)} if bias else {"w": rand(RNG, 64, 200)}
+
+    def model(apart: bool):
+        nodes = [N("MatMul", ["a", "w"], ["mm"], name="mm")]
+        if bias:
+            nodes.append(N("Add", ["mm", "bias"], ["pre"], name="add"))
+        nodes.append(N("Gelu", ["pre" if bias else "mm"], ["y"], name="gelu", approximate=approximate))
+        outputs = ["y", "pre" if bias else "mm"] if apart else ["y"]
+        return make_model(nodes, {"a": (np.float32, ["batch", 150, 64])}, outputs, inits, opset=20)
+    folded, apart = model(False), model(True)
+    feeds = {"a": rand(RNG, 2, 150, 64)}
+    ref = run_cpu(folded, feeds)[0]
+    label = "MatMul 'mm'" + (" + Add 'add'" if bias else "") + " + Gelu 'gelu'"
+    for isa in ISAS:
+        sess = session(folded, fallback=False, isa=isa)
+        assert _steps(sess) == [label], _steps(sess)
+        got = sess.run(None, feeds)[0]
+        sess_apart = session(apart, fallback=False, isa=isa)
+        assert "Gelu 'gelu'" in _steps(sess_apart), _steps(sess_apart)
+        np.testing.assert_array_equal(got, sess_apart.run(None, feeds)[0], err_msg=isa)
+        assert_close(got, ref, what=isa)
+
+
 @pytest.mark.parametrize("axis, parts", [(3, [256, 0, 256, 100, 256]), (1, [3, 1, 5]), (0, [2, 3])])
 def test_large_concats_and_reshapes_copy_every_byte_in_place(axis, parts):
     """Tens of thousands of rows cut into chunks that start and end inside the inputs' blocks (an empty input

@@ -22,7 +22,7 @@ DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns)
   }
   if (n.has_attr(kThenGelu)) {
     gelu_ = true;
-    gelu_op_ = n.attr_s(kThenGelu, "none") == "tanh" ? kernels::UnaryOp::kGeluTanh : kernels::UnaryOp::kGelu;
+    gelu_op_ = gelu_op(n.attr_s(kThenGelu, "none"));
   }
   if (n.attr_i(kRequantizedOutput, 0)) {
     if (n.inputs.size() < kDqRequantizeEnd) throw Error(n.label() + ": its folded QuantizeLinear lacks its scale or zero point");

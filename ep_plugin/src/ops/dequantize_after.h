@@ -16,11 +16,10 @@ namespace optim {
 // Inputs of a QGemm with a folded DequantizeLinear, after its own: the DequantizeLinear's scale and zero point,
 // then the bias Add's constant (absent: no Add). Attribute kDequantizedOutput marks the fold.
 // With attribute kRequantizedOutput, the QuantizeLinear's scale and zero point follow; attribute kThenGelu
-// ("none" or "tanh", ONNX Gelu's approximate) marks a folded GELU.
+// (op.h) marks a folded GELU.
 enum DequantizeAfterInput : size_t { kDqScale = kQGemmInputCount, kDqZero, kDqBias, kDqAfterEnd, kDqQScale = kDqAfterEnd,
                                      kDqQZero, kDqRequantizeEnd };
 constexpr const char* kDequantizedOutput = "dequantized_output";
-constexpr const char* kThenGelu = "then_gelu";
 constexpr const char* kRequantizedOutput = "requantized_output";
 
 class DequantizeAfter {

@@ -36,8 +36,9 @@ MatmulShapes matmul_shapes(const Shape& a, const Shape& b) {
 
 class MatMulImpl : public Op {
  public:
-  // bias: a folded Add's constant of B's columns (rewrites/matmul_bias.cc), only with a constant 2-D B.
-  MatMulImpl(const Tensor* b_const, const Tensor* bias) {
+  // bias: a folded Add's constant of B's columns (rewrites/matmul_bias.cc), only with a constant 2-D B; so is a
+  // folded Gelu (attribute kThenGelu), run on each block of the output as its task finishes it.
+  MatMulImpl(const Node& n, const Tensor* b_const, const Tensor* bias) {
     if (b_const && b_const->shape.size() == 2) {
       packed_ = pack_matrix(b_const->data<float>(), b_const->shape[0], b_const->shape[1], false);
       has_packed_ = true;
@@ -46,6 +47,11 @@ class MatMulImpl : public Op {
       if (!has_packed_ || bias->dtype != DType::kFloat32 || bias->numel() != b_const->shape[1])
         throw Error("a MatMul bias needs a constant 2-D B and one float32 per column of it");
       bias_.assign(bias->data<float>(), bias->data<float>() + bias->numel());
+    }
+    if (n.has_attr(kThenGelu)) {
+      if (!has_packed_) throw Error(n.label() + ": a folded Gelu needs a constant 2-D B");
+      gelu_ = true;
+      gelu_op_ = gelu_op(n.attr_s(kThenGelu, "none"));
     }
   }
 
@@ -71,12 +77,17 @@ class MatMulImpl : public Op {
     if (!bias_.empty()) ep.bias_col = bias_.data();
     if (has_packed_) {
       // B is a 2-D weight: all of A's leading dims fold into M, one GEMM.
-      const int64_t rows = in[0].numel() / s.k;
+      const int64_t rows = s.k ? in[0].numel() / s.k : out[0].numel() / std::max<int64_t>(s.n, 1);
+      const SgemmAfter gelu = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
+        if (j0 == 0 && j1 == s.n) return rc.kernels.unary(gelu_op_, y + m0 * s.n, y + m0 * s.n, (m1 - m0) * s.n);
+        for (int64_t i = m0; i < m1; ++i) rc.kernels.unary(gelu_op_, y + i * s.n + j0, y + i * s.n + j0, j1 - j0);
+      };
       if (s.k == 0) {  // empty inner dimension: A*B is zeros (plus the bias)
         for (int64_t i = 0; i < rows * s.n; ++i) y[i] = bias_.empty() ? 0.f : bias_[static_cast<size_t>(i % s.n)];
+        if (gelu_) gelu(0, rows, 0, s.n);
         return;
       }
-      run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep);
+      run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep, gelu_ ? &gelu : nullptr);
       return;
     }
     const int64_t batches = std::max<int64_t>(1, shape_numel(s.batch));
@@ -121,6 +132,8 @@ class MatMulImpl : public Op {
   bool has_packed_ = false;
   PackedMatrix packed_;
   std::vector<float> bias_;
+  bool gelu_ = false;
+  kernels::UnaryOp gelu_op_ = kernels::UnaryOp::kGelu;
 };
 
 class GemmImpl : public Op {
@@ -247,7 +260,7 @@ std::string check_gemm(const Node& n, const Graph& g) {
 std::unique_ptr<Op> create_matmul(const Node& n, const Graph& g) {
   const Tensor* bias = n.has_input(2) ? g.constant(n.inputs[2]) : nullptr;
   if (n.has_input(2) && !bias) throw Error(n.label() + ": its folded bias is not a constant");
-  return std::make_unique<MatMulImpl>(g.constant(n.inputs[1]), bias);
+  return std::make_unique<MatMulImpl>(n, g.constant(n.inputs[1]), bias);
 }
 std::unique_ptr<Op> create_gemm(const Node& n, const Graph& g) { return std::make_unique<GemmImpl>(n, g); }
 

@@ -16,6 +16,14 @@
 
 namespace optim {
 
+// The attribute of a unit that a Gelu alone read, folded into it (rewrites/dequantize_fold.cc for QGemm,
+// rewrites/matmul_bias.cc for float MatMul): ONNX Gelu's approximate, "none" or "tanh". The unit runs the Gelu
+// kernel on each block of its output while in cache (the same values, so the same bits as the Gelu step).
+constexpr const char* kThenGelu = "then_gelu";
+inline kernels::UnaryOp gelu_op(const std::string& approximate) {
+  return approximate == "tanh" ? kernels::UnaryOp::kGeluTanh : kernels::UnaryOp::kGelu;
+}
+
 struct TensorRef {
   DType dtype = DType::kUndefined;
   const Shape* shape = nullptr;  // nullptr for an omitted optional input

@@ -5,9 +5,14 @@
 
 namespace optim {
 
-// C[m x n] (stride ldc) = epilogue(A[m x k] (stride lda) * B), B pre-packed with kernels::sgemm_pack_b.
+// What runs on each finished block of C, rows [m0, m1) by columns [j0, j1), while it is in cache.
+using SgemmAfter = std::function<void(int64_t m0, int64_t m1, int64_t j0, int64_t j1)>;
+
+// C[m x n] (stride ldc) = epilogue(A[m x k] (stride lda) * B), B pre-packed with kernels::sgemm_pack_b; then
+// `after`, if given, on each block of C the task that made it has just finished.
 void run_sgemm(const RunContext& rc, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b_packed, float* c, int64_t ldc, const kernels::SgemmEpilogue& ep);
+               const float* b_packed, float* c, int64_t ldc, const kernels::SgemmEpilogue& ep,
+               const SgemmAfter* after = nullptr);
 
 // B packed once at compile time.
 struct PackedMatrix {

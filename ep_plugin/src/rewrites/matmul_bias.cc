@@ -2,9 +2,12 @@
 // columns) becomes one MatMul with the bias as input 2, added in the SGEMM's epilogue (ops/matmul.cc)
 // instead of a second pass over the output (a transformer's projections: MiniLM b8 spent 7 of 128 ms in
 // such Adds). The bias must be [N], or [1, ..., 1, N] of no higher rank than A, so the shape is unchanged.
+// Then a Gelu that alone reads the result (a transformer's or ConvNeXt's MLP) folds in as attribute kThenGelu,
+// run on each block of the output while in cache instead of a pass of its own over the widest tensor.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
+#include "../ops/op.h"
 
 namespace optim {
 
@@ -25,16 +28,28 @@ size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx) {
     if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 2) continue;
     const ValueInfo* a = g.value(mm.inputs[0]);
     if (!a || a->dtype != DType::kFloat32) continue;
-    const Node* add = m.sole_reader(mm.outputs[0]);
-    if (!is_onnx_op(add, "Add")) continue;
-    const size_t rank = a->has_shape ? a->shape.size() : 0;
-    const std::string bias = column_bias(g, *add, mm.outputs[0], w->shape[1], rank);
-    if (bias.empty()) continue;
-    mm.inputs.push_back(bias);
-    note_fused_after(mm, add->label());
-    mm.outputs[0] = add->outputs[0];
-    m.kill(add);
-    ++folded;
+    bool fused = false;
+    if (const Node* add = m.sole_reader(mm.outputs[0]); is_onnx_op(add, "Add")) {
+      const size_t rank = a->has_shape ? a->shape.size() : 0;
+      const std::string bias = column_bias(g, *add, mm.outputs[0], w->shape[1], rank);
+      if (!bias.empty()) {
+        mm.inputs.push_back(bias);
+        note_fused_after(mm, add->label());
+        mm.outputs[0] = add->outputs[0];
+        m.kill(add);
+        fused = true;
+      }
+    }
+    const Node* gelu = m.sole_reader(mm.outputs[0]);
+    const std::string approximate = gelu ? gelu->attr_s("approximate", "none") : "";
+    if (is_onnx_op(gelu, "Gelu") && gelu->inputs[0] == mm.outputs[0] && (approximate == "none" || approximate == "tanh")) {
+      mm.set_attr_s(kThenGelu, approximate);
+      note_fused_after(mm, gelu->label());
+      mm.outputs[0] = gelu->outputs[0];
+      m.kill(gelu);
+      fused = true;
+    }
+    folded += fused;
   }
   return commit_folds(g, m, folded);
 }
