@@ -51,13 +51,14 @@ struct CopyValue {
 // Copies rows [r0, r1) of the prepared input of one (image, group) from x, the group's first value, whose
 // strides in elements are `row_step` between input rows, `pixel_step` between pixels of a row and
 // `channel_step` between a pixel's channels; each pixel gets kt >= cin slots; padding pixels and the slots past
-// cin hold `pad`. convert(x) gives the stored value of an input.
+// cin hold `pad`. convert(x) gives the stored value of an input. dst holds the prepared rows from dst_row0 on
+// (0: the whole prepared image; r0: a band of rows).
 template <typename T, typename Out, typename Convert>
 void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t pixel_step, int64_t channel_step,
-                  int64_t cin, int64_t kt, Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
+                  int64_t cin, int64_t kt, Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1, int64_t dst_row0 = 0) {
   const int64_t col_lo = std::min(l.wp, l.pw), col_hi = std::clamp<int64_t>(l.pw + l.w, col_lo, l.wp);
   for (int64_t r = r0; r < r1; ++r) {
-    Out* row = dst + r * l.wp * kt;
+    Out* row = dst + (r - dst_row0) * l.wp * kt;
     const int64_t iy = r - l.ph;
     if (iy < 0 || iy >= l.h) {
       std::fill(row, row + l.wp * kt, pad);
@@ -88,16 +89,16 @@ void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t
 // From a channels-last image x_img: channels [c0, c0 + cin) of c_total.
 template <typename T, typename Out, typename Convert>
 void prepare_nhwc_rows(const NhwcConvLayout& l, const T* x_img, int64_t c_total, int64_t c0, int64_t cin, int64_t kt,
-                       Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1) {
-  prepare_rows(l, x_img + c0, l.w * c_total, c_total, 1, cin, kt, dst, pad, convert, r0, r1);
+                       Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1, int64_t dst_row0 = 0) {
+  prepare_rows(l, x_img + c0, l.w * c_total, c_total, 1, cin, kt, dst, pad, convert, r0, r1, dst_row0);
 }
 
 // From a channels-first image x_img [C, H, W], every channel (a stem convolution reading the partition's NCHW
 // input, rewrites/nchw_stem.cc).
 template <typename T, typename Out, typename Convert>
 void prepare_nchw_rows(const NhwcConvLayout& l, const T* x_img, int64_t c, int64_t kt, Out* dst, Out pad, Convert convert,
-                       int64_t r0, int64_t r1) {
-  prepare_rows(l, x_img, l.w, 1, l.h * l.w, c, kt, dst, pad, convert, r0, r1);
+                       int64_t r0, int64_t r1, int64_t dst_row0 = 0) {
+  prepare_rows(l, x_img, l.w, 1, l.h * l.w, c, kt, dst, pad, convert, r0, r1, dst_row0);
 }
 
 // The attribute of an NhwcConv / NhwcQConv that reads its input channels-first (rewrites/nchw_stem.cc).

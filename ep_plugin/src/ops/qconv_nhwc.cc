@@ -5,6 +5,7 @@
 
 #include "qconv_nhwc.h"
 
+#include "depthwise_bands.h"
 #include "qconv_block.h"
 
 namespace optim {
@@ -76,6 +77,7 @@ size_t NhwcQConv::scratch_bytes(const std::vector<const Shape*>& in) const {
   const NhwcConvLayout l = layout(*in[0]);
   if (gate_) return static_cast<size_t>(gated_slots(l)) * gated_slot_bytes();
   if (depthwise_ || reads_in_place(l)) return 0;
+  if (runs_in_bands(l)) return plan_bands(l).scratch_bytes();
   return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
 }
 
@@ -125,6 +127,10 @@ void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, cons
     return;
   }
   uint8_t* prepared = static_cast<uint8_t*>(rc.scratch());
+  if (runs_in_bands(l)) {
+    convolve_bands(rc, l, in[0], y, other, prepared);
+    return;
+  }
   const int64_t per = l.prepared_elems(kt_), turn = images_per_turn(l);
   for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
     const int64_t images = std::min(turn, l.n - i0);
@@ -208,25 +214,75 @@ void NhwcQConv::prepare_all(const RunContext& rc, const NhwcConvLayout& l, const
   const int64_t per = l.prepared_elems(kt_);
   const int64_t rows_per_task = std::max<int64_t>(1, kParallelChunk / std::max<int64_t>(l.wp * kt_, 1));
   const int64_t chunks = (l.hp + rows_per_task - 1) / rows_per_task, units = images * cg_.group;
-  const int32_t zx = x_zero_;
   rc.parallel_for(static_cast<size_t>(units * chunks), [&](size_t t) {
     const int64_t u = static_cast<int64_t>(t) / chunks, r0 = static_cast<int64_t>(t) % chunks * rows_per_task;
-    const int64_t r1 = std::min(l.hp, r0 + rows_per_task);
-    const int64_t img = i0 + u / cg_.group, c0 = u % cg_.group * cg_.cin_g, image = img * l.h * l.w * l.c;
-    // From the channels-last input, or (a stem, nchw_input) the channels-first one: one image's values.
-    auto prepare = [&](auto* src, auto* d, auto pad, auto convert) {
-      if (nchw_input_) prepare_nchw_rows(l, src + image, cg_.cin_g, kt_, d, pad, convert, r0, r1);
-      else prepare_nhwc_rows(l, src + image, l.c, c0, cg_.cin_g, kt_, d, pad, convert, r0, r1);
-    };
-    if (u8s8_) {
-      uint8_t* d = dst + u * per;
-      const auto pad = static_cast<uint8_t>(stored_zero());
-      if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), d, pad, CopyValue{});
-      else prepare(x.as<int8_t>(), d, pad, [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
-    } else {
-      int16_t* d = reinterpret_cast<int16_t*>(dst) + u * per;
-      if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), d, int16_t{0}, [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
-      else prepare(x.as<int8_t>(), d, int16_t{0}, [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
+    prepare_image_rows(l, x, i0 + u / cg_.group, u % cg_.group, r0, std::min(l.hp, r0 + rows_per_task),
+                       dst + u * per * elem_bytes(), 0);
+  });
+}
+
+void NhwcQConv::prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, int64_t img, int64_t gi, int64_t r0,
+                                   int64_t r1, uint8_t* dst, int64_t dst_row0) const {
+  const int64_t c0 = gi * cg_.cin_g, image = img * l.h * l.w * l.c;
+  const int32_t zx = x_zero_;
+  // From the channels-last input, or (a stem, nchw_input) the channels-first one: one image's values.
+  auto prepare = [&](auto* src, auto* d, auto pad, auto convert) {
+    if (nchw_input_) prepare_nchw_rows(l, src + image, cg_.cin_g, kt_, d, pad, convert, r0, r1, dst_row0);
+    else prepare_nhwc_rows(l, src + image, l.c, c0, cg_.cin_g, kt_, d, pad, convert, r0, r1, dst_row0);
+  };
+  if (u8s8_) {
+    const auto pad = static_cast<uint8_t>(stored_zero());
+    if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), dst, pad, CopyValue{});
+    else prepare(x.as<int8_t>(), dst, pad, [](int8_t v) { return static_cast<uint8_t>(static_cast<int32_t>(v) + 128); });
+  } else {
+    int16_t* d = reinterpret_cast<int16_t*>(dst);
+    if (x_dtype_ == DType::kUint8) prepare(x.as<uint8_t>(), d, int16_t{0}, [zx](uint8_t v) { return static_cast<int16_t>(v - zx); });
+    else prepare(x.as<int8_t>(), d, int16_t{0}, [zx](int8_t v) { return static_cast<int16_t>(v - zx); });
+  }
+}
+
+bool NhwcQConv::runs_in_bands(const NhwcConvLayout& l) const {
+  const int64_t weight_bytes = l.kh * l.kw * kt_ * ((cg_.cout + 15) / 16 * 16) * elem_bytes();
+  return !depthwise_ && !gate_ && cg_.group == 1 && !reads_in_place(l) && weight_bytes <= kBandWeightBytes;
+}
+
+NhwcQConv::Bands NhwcQConv::plan_bands(const NhwcConvLayout& l) const {
+  Bands b;
+  const int64_t row_bytes = l.wp * kt_ * elem_bytes();
+  auto in_rows = [&](int64_t rows) { return (rows - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
+  while (b.rows < l.oh && in_rows(b.rows + 1) * row_bytes <= kConvBandBytes) ++b.rows;
+  // At least 16 bands in all where the images allow (the threads finish together), for batch 1 too.
+  b.rows = std::min(b.rows, std::max<int64_t>(1, l.n * l.oh / 16));
+  b.count = (l.oh + b.rows - 1) / b.rows;
+  b.items = l.n * b.count;
+  b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
+  b.slot_bytes = (in_rows(b.rows) * row_bytes + 63) / 64 * 64;
+  return b;
+}
+
+void NhwcQConv::convolve_bands(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
+                               const Other& other, uint8_t* slots) const {
+  const Bands b = plan_bands(l);
+  const kernels::QgemmEpilogue ep = epilogue();
+  const NhwcConvLayout::Taps t = l.taps(kt_, kt_, l.wp);
+  const int64_t cout = cg_.cout, panels = (cout + 15) / 16;
+  std::atomic<int64_t> next{0};
+  rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
+    uint8_t* band = slots + static_cast<int64_t>(slot) * b.slot_bytes;
+    for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
+      const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
+      const int64_t r0 = oy0 * l.sh, r1 = (oy1 - 1) * l.sh + (l.kh - 1) * l.dh + 1;  // prepared rows it reads
+      prepare_image_rows(l, x, img, 0, r0, r1, band, r0);
+      const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
+      kernels::ConvGemmQ8Args a;
+      a.a = {band, pixels, l.ow, 0, l.sh, l.sw, l.wp, kt_, t.count, t.k_tap, t.offsets.data()};
+      a.w = packed_[0].data();
+      a.n = cout;
+      a.c = y + first * cout;
+      a.ldc = cout;
+      a.comp_col = u8s8_ ? comp_.data() : nullptr;
+      a.ep = &ep;
+      gemm_rows(rc, a, other.at(first * cout), other.ldo, 0, pixels, 0, panels);
     }
   });
 }
