@@ -27,8 +27,8 @@ inline __mmask16 mask16(int64_t cols) { return cols >= 16 ? __mmask16(0xFFFF) : 
 // words are narrowed together (one pack, one dword permute) and stored as two 32-byte rows, instead of
 // four narrowing moves and four 16-byte stores.
 template <int MR, typename Words>
-OPTIM_INLINED inline void store_row_pairs(const ConvGemmQ8Args& g, int64_t m, int64_t j0, int64_t cols,
-                                                           bool u8, const Words& words) {
+OPTIM_INLINED inline void store_row_pairs(const ConvGemmQ8Args& g, int64_t m, int64_t j0, int64_t cols, bool u8,
+                                          const Words& words) {
   // After the pack, 128-bit lane L holds dwords (row i cols 4L.., row i cols 16+4L.., row i+1 the same).
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __mmask32 k = cols >= 32 ? ~__mmask32(0) : (__mmask32(1) << cols) - 1;
@@ -52,13 +52,12 @@ OPTIM_INLINED inline void store_row_pairs(const ConvGemmQ8Args& g, int64_t m, in
 // The per-column scales and biases of panels p and p + 1 (zero past C's edge).
 struct PanelPair {
   __m512 scale[2], bias[2];
-  __mmask16 k[2];
   OPTIM_INLINED PanelPair(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, int64_t p) {
     for (int q = 0; q < 2; ++q) {
       const int64_t j = (p + q) * 16;
-      k[q] = mask16(panel_cols(g.n, p + q));
-      scale[q] = _mm512_maskz_loadu_ps(k[q], ep.scale_col + j);
-      bias[q] = ep.bias_col ? _mm512_maskz_loadu_ps(k[q], ep.bias_col + j) : _mm512_setzero_ps();
+      const __mmask16 k = mask16(panel_cols(g.n, p + q));
+      scale[q] = _mm512_maskz_loadu_ps(k, ep.scale_col + j);
+      bias[q] = ep.bias_col ? _mm512_maskz_loadu_ps(k, ep.bias_col + j) : _mm512_setzero_ps();
     }
   }
   OPTIM_INLINED __m512 real(__m512i sums, int q, bool has_bias) const {
@@ -73,8 +72,8 @@ struct PanelPair {
 // NaN (converted to INT32_MIN) and large negative values reach, as in qgemm_store. Only a raised floor (a
 // fused Relu) needs the explicit max, which maps NaN to the floor too.
 template <int MR>
-OPTIM_INLINED inline void store_pairs(const ConvGemmQ8Args& g, const QgemmEpilogue& ep,
-                                                       const __m512i (&acc)[MR][2], int64_t m, int64_t p) {
+OPTIM_INLINED inline void store_pairs(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m512i (&acc)[MR][2],
+                                      int64_t m, int64_t p) {
   const PanelPair pp(g, ep, p);
   const bool has_bias = ep.bias_col, u8 = ep.out == QuantOut::kUint8, floor_raised = ep.qmin > (u8 ? 0 : -128);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
@@ -97,7 +96,7 @@ OPTIM_INLINED inline void store_pairs(const ConvGemmQ8Args& g, const QgemmEpilog
 // the other operand (QBinaryVec), the Add's result stored. The unit's own bytes are never written.
 template <int MR>
 OPTIM_INLINED inline void store_pairs_qadd(const ConvGemmQ8Args& g, const QgemmEpilogue& ep,
-                                                            const __m512i (&acc)[MR][2], int64_t m, int64_t p) {
+                                           const __m512i (&acc)[MR][2], int64_t m, int64_t p) {
   const PanelPair pp(g, ep, p);
   const ConvQAdd& add = *g.add;
   const QBinaryVec v(add.p);

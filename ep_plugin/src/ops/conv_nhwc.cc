@@ -463,15 +463,14 @@ class NhwcConvImpl : public Op {
     size_t scratch_bytes() const { return static_cast<size_t>(slots * slot_floats) * sizeof(float); }
   };
   static constexpr int64_t kStemBandBytes = 64 << 10;  // a band's padded input rows: in L1 / L2 for the GEMM
-  int64_t stem_in_rows(const NhwcConvLayout& l, int64_t rows) const { return (rows - 1) * l.sh + (l.kh - 1) * l.dh + 1; }
   StemBands plan_stem_bands(const NhwcConvLayout& l) const {
     StemBands b;
     const int64_t row_bytes = l.wp * cg_.cin_g * static_cast<int64_t>(sizeof(float));
-    while (b.rows < l.oh && stem_in_rows(l, b.rows + 1) * row_bytes <= kStemBandBytes) ++b.rows;
+    while (b.rows < l.oh && l.rows_read(b.rows + 1) * row_bytes <= kStemBandBytes) ++b.rows;
     b.count = (l.oh + b.rows - 1) / b.rows;
     b.items = l.n * b.count;
     b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
-    b.slot_floats = (stem_in_rows(l, b.rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
+    b.slot_floats = (l.rows_read(b.rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
     return b;
   }
   // Padded rows [r0, r1) of one channels-first image as pixels of cin values, into `band` from its start: the
@@ -504,7 +503,7 @@ class NhwcConvImpl : public Op {
       float* band = slots + static_cast<int64_t>(slot) * b.slot_floats;
       for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
         const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
-        const int64_t r0 = oy0 * l.sh, r1 = r0 + stem_in_rows(l, oy1 - oy0);  // padded input rows
+        const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // padded input rows
         prepare_stem_rows(rc, l, x + img * l.h * l.w * l.c, band, r0, r1);
         const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
         rc.kernels.conv_gemm_f32(0, pixels, 0, panels,

@@ -28,6 +28,8 @@ struct NhwcConvLayout {
 
   NhwcConvLayout(const ConvGeometry& cg, const Shape& x);
   int64_t pixels() const { return oh * ow; }
+  // Prepared input rows that `out_rows` consecutive output rows read (a band of them).
+  int64_t rows_read(int64_t out_rows) const { return (out_rows - 1) * sh + (kh - 1) * dh + 1; }
   // Elements of one prepared (image, group) with kt values per pixel.
   int64_t prepared_elems(int64_t kt) const { return hp * wp * kt; }
   // How a pixel reads its window from an input of `cs` values per pixel (kt of them used) in rows of

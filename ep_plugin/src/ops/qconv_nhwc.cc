@@ -249,14 +249,13 @@ bool NhwcQConv::runs_in_bands(const NhwcConvLayout& l) const {
 NhwcQConv::Bands NhwcQConv::plan_bands(const NhwcConvLayout& l) const {
   Bands b;
   const int64_t row_bytes = l.wp * kt_ * elem_bytes();
-  auto in_rows = [&](int64_t rows) { return (rows - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
-  while (b.rows < l.oh && in_rows(b.rows + 1) * row_bytes <= kConvBandBytes) ++b.rows;
+  while (b.rows < l.oh && l.rows_read(b.rows + 1) * row_bytes <= kConvBandBytes) ++b.rows;
   // At least 16 bands in all where the images allow (the threads finish together), for batch 1 too.
   b.rows = std::min(b.rows, std::max<int64_t>(1, l.n * l.oh / 16));
   b.count = (l.oh + b.rows - 1) / b.rows;
   b.items = l.n * b.count;
   b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
-  b.slot_bytes = (in_rows(b.rows) * row_bytes + 63) / 64 * 64;
+  b.slot_bytes = (l.rows_read(b.rows) * row_bytes + 63) / 64 * 64;
   return b;
 }
 
@@ -271,7 +270,7 @@ void NhwcQConv::convolve_bands(const RunContext& rc, const NhwcConvLayout& l, co
     uint8_t* band = slots + static_cast<int64_t>(slot) * b.slot_bytes;
     for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
       const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
-      const int64_t r0 = oy0 * l.sh, r1 = (oy1 - 1) * l.sh + (l.kh - 1) * l.dh + 1;  // prepared rows it reads
+      const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // the prepared rows it reads
       prepare_image_rows(l, x, img, 0, r0, r1, band, r0);
       const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
       kernels::ConvGemmQ8Args a;
