@@ -24,12 +24,11 @@ inline __m512 widen16(__m128i bytes, bool u8, int32_t zero) {
 struct QBinaryVec {
   __m512 sa, sb, sy, lo, hi;
   __m512i zero16;  // the output zero point, int16 lanes
-  bool mul, floor_raised, y_u8;
+  bool floor_raised, y_u8;
   explicit QBinaryVec(const QBinaryParams& p)
       : sa(_mm512_set1_ps(p.sa)), sb(_mm512_set1_ps(p.sb)), sy(_mm512_set1_ps(p.sy)),
         lo(_mm512_set1_ps(static_cast<float>(p.qmin - p.zy))), hi(_mm512_set1_ps(static_cast<float>(p.qmax - p.zy))),
-        zero16(_mm512_set1_epi16(static_cast<int16_t>(p.zy))), mul(p.mul), floor_raised(p.qmin > (p.y_u8 ? 0 : -128)),
-        y_u8(p.y_u8) {}
+        zero16(_mm512_set1_epi16(static_cast<int16_t>(p.zy))), floor_raised(p.qmin > (p.y_u8 ? 0 : -128)), y_u8(p.y_u8) {}
 
   // The results of sixteen dequantized operand pairs (a - za) * sa, (b - zb) * sb, minus the output zero
   // point, as int32 for pack(): clamped above at qmax - zy (and below at qmin - zy when a Relu raised the

@@ -119,6 +119,27 @@ void run_dwconv_tasks(const RunContext& rc, int64_t m, int64_t macs_per_pixel, c
   });
 }
 
+ConvBands plan_conv_bands(const NhwcConvLayout& l, int64_t row_bytes, int64_t budget_bytes, int64_t max_rows) {
+  ConvBands b;
+  const int64_t most = std::min(l.oh, max_rows);
+  while (b.rows < most && l.rows_read(b.rows + 1) * row_bytes <= budget_bytes) ++b.rows;
+  b.count = (l.oh + b.rows - 1) / b.rows;
+  b.items = l.n * b.count;
+  b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
+  return b;
+}
+
+void run_conv_bands(const RunContext& rc, const NhwcConvLayout& l, const ConvBands& b,
+                    const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
+  std::atomic<int64_t> next{0};
+  rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
+    for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
+      const int64_t img = item / b.count, oy0 = item % b.count * b.rows;
+      fn(static_cast<int64_t>(slot), img, oy0, std::min(l.oh, oy0 + b.rows));
+    }
+  });
+}
+
 namespace {
 
 class NhwcConvImpl : public Op {
@@ -214,7 +235,7 @@ class NhwcConvImpl : public Op {
     else if (winograd_)
       prepared = winograd_->scratch_bytes(l);
     else if (nchw_input_)  // each slot's band of padded rows
-      prepared = plan_stem_bands(l).scratch_bytes();
+      prepared = stem_scratch_bytes(l);
     else if (!depthwise_ && l.reads_padding)
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
@@ -457,21 +478,17 @@ class NhwcConvImpl : public Op {
   // A stem (nchw_input): bands of output rows of one image, each task padding the input rows its band reads
   // (interleaved from the channel planes) into its own slot and running the GEMM on them at once, while they
   // are in cache, instead of a padded copy of every image going through memory first.
-  struct StemBands {
-    int64_t rows = 1, count = 1, items = 1, slots = 1;
-    int64_t slot_floats = 0;  // one slot: a band's padded input rows
-    size_t scratch_bytes() const { return static_cast<size_t>(slots * slot_floats) * sizeof(float); }
-  };
   static constexpr int64_t kStemBandBytes = 64 << 10;  // a band's padded input rows: in L1 / L2 for the GEMM
-  StemBands plan_stem_bands(const NhwcConvLayout& l) const {
-    StemBands b;
-    const int64_t row_bytes = l.wp * cg_.cin_g * static_cast<int64_t>(sizeof(float));
-    while (b.rows < l.oh && l.rows_read(b.rows + 1) * row_bytes <= kStemBandBytes) ++b.rows;
-    b.count = (l.oh + b.rows - 1) / b.rows;
-    b.items = l.n * b.count;
-    b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
-    b.slot_floats = (l.rows_read(b.rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
-    return b;
+  ConvBands plan_stem_bands(const NhwcConvLayout& l) const {
+    return plan_conv_bands(l, l.wp * cg_.cin_g * static_cast<int64_t>(sizeof(float)), kStemBandBytes, l.oh);
+  }
+  // One slot: a band's padded input rows.
+  int64_t stem_slot_floats(const NhwcConvLayout& l, const ConvBands& b) const {
+    return (l.rows_read(b.rows) * l.wp * cg_.cin_g + 15) / 16 * 16;
+  }
+  size_t stem_scratch_bytes(const NhwcConvLayout& l) const {
+    const ConvBands b = plan_stem_bands(l);
+    return static_cast<size_t>(b.slots * stem_slot_floats(l, b)) * sizeof(float);
   }
   // Padded rows [r0, r1) of one channels-first image as pixels of cin values, into `band` from its start: the
   // padding by fills, each row's channel planes interleaved by the transpose kernel.
@@ -495,21 +512,17 @@ class NhwcConvImpl : public Op {
 
   void convolve_stem_bands(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
                            const kernels::ConvF32Epilogue& ep, const float* residual, float* slots) const {
-    const StemBands b = plan_stem_bands(l);
-    const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16;
+    const ConvBands b = plan_stem_bands(l);
+    const int64_t cin = cg_.cin_g, cout = cg_.cout, panels = (cout + 15) / 16, slot_floats = stem_slot_floats(l, b);
     const NhwcConvLayout::Taps t = l.taps(cin, cin, l.wp);
-    std::atomic<int64_t> next{0};
-    rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
-      float* band = slots + static_cast<int64_t>(slot) * b.slot_floats;
-      for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
-        const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
-        const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // padded input rows
-        prepare_stem_rows(rc, l, x + img * l.h * l.w * l.c, band, r0, r1);
-        const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
-        rc.kernels.conv_gemm_f32(0, pixels, 0, panels,
-                                 gemm_args({band, pixels, l.ow, 0, l.sh, l.sw, l.wp, cin, t.count, t.k_tap, t.offsets.data()},
-                                           packed_[0].data(), y + first * cout, ep, residual ? residual + first * cout : nullptr));
-      }
+    run_conv_bands(rc, l, b, [&](int64_t slot, int64_t img, int64_t oy0, int64_t oy1) {
+      float* band = slots + slot * slot_floats;
+      const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // padded input rows
+      prepare_stem_rows(rc, l, x + img * l.h * l.w * l.c, band, r0, r1);
+      const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
+      rc.kernels.conv_gemm_f32(0, pixels, 0, panels,
+                               gemm_args({band, pixels, l.ow, 0, l.sh, l.sw, l.wp, cin, t.count, t.k_tap, t.offsets.data()},
+                                         packed_[0].data(), y + first * cout, ep, residual ? residual + first * cout : nullptr));
     });
   }
 

@@ -136,6 +136,20 @@ void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_
 // Splits output pixels [0, m) of a depthwise convolution into tasks of about kMacsPerTask.
 void run_dwconv_tasks(const RunContext& rc, int64_t m, int64_t macs_per_pixel, const std::function<void(int64_t, int64_t)>& fn);
 
+constexpr int64_t kBandSlots = 16;  // scratch slots of a pass in bands: the most threads one pass uses
+
+// Bands of output rows of one image, for a convolution whose tasks each prepare the input rows their band reads
+// into a scratch slot of their own and run the GEMM on them at once (float stems, int8 prepared inputs): output
+// rows per band (as many as keep the rows they read, row_bytes each, within budget_bytes; at most max_rows),
+// bands per image, bands in all, slots.
+struct ConvBands {
+  int64_t rows = 1, count = 1, items = 1, slots = 1;
+};
+ConvBands plan_conv_bands(const NhwcConvLayout& l, int64_t row_bytes, int64_t budget_bytes, int64_t max_rows);
+// fn(slot, img, oy0, oy1) on every band, over the pool: each slot takes the next band until none is left.
+void run_conv_bands(const RunContext& rc, const NhwcConvLayout& l, const ConvBands& b,
+                    const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn);
+
 // Prepared inputs per call take at most this much scratch (more images are done in turns).
 constexpr int64_t kNhwcPrepBudgetBytes = 16 << 20;
 

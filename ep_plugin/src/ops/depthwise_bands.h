@@ -12,7 +12,6 @@
 
 namespace optim {
 
-constexpr int64_t kBandSlots = 16;           // scratch slots: the most threads one pass uses
 constexpr int64_t kBandBytes = 256 << 10;    // what one band holds: its input rows and its output tile
 constexpr int64_t kBandMinItems = 4;         // runs of bands per call at least (threads share them)
 
@@ -26,13 +25,12 @@ struct DepthwiseBands {
 // The input rows [first, end) inside the image that output rows [oy0, oy1) read.
 inline std::pair<int64_t, int64_t> depthwise_input_rows(const NhwcConvLayout& l, int64_t oy0, int64_t oy1) {
   const int64_t r0 = std::clamp<int64_t>(oy0 * l.sh - l.ph, 0, l.h);
-  return {r0, std::clamp<int64_t>((oy1 - 1) * l.sh - l.ph + (l.kh - 1) * l.dh + 1, r0, l.h)};
+  return {r0, std::clamp<int64_t>(oy0 * l.sh - l.ph + l.rows_read(oy1 - oy0), r0, l.h)};
 }
 
 // in_pixel_bytes / out_pixel_bytes: what a band keeps per input pixel it reads and per output pixel it makes.
 inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_pixel_bytes, int64_t out_pixel_bytes) {
-  auto in_rows = [&](int64_t r) { return (r - 1) * l.sh + (l.kh - 1) * l.dh + 1; };
-  auto bytes = [&](int64_t r) { return in_rows(r) * l.w * in_pixel_bytes + r * l.ow * out_pixel_bytes; };
+  auto bytes = [&](int64_t r) { return l.rows_read(r) * l.w * in_pixel_bytes + r * l.ow * out_pixel_bytes; };
   DepthwiseBands b;
   while (b.rows < l.oh && bytes(b.rows + 1) <= kBandBytes) ++b.rows;
   b.count = (l.oh + b.rows - 1) / b.rows;
@@ -45,7 +43,7 @@ inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_p
   b.per_run = (b.count + b.runs - 1) / b.runs;
   b.items = l.n * b.runs;
   b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
-  b.in_rows = std::min(l.h, in_rows(b.rows));
+  b.in_rows = std::min(l.h, l.rows_read(b.rows));
   return b;
 }
 

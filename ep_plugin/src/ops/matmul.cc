@@ -78,7 +78,7 @@ class MatMulImpl : public Op {
     if (has_packed_) {
       // B is a 2-D weight: all of A's leading dims fold into M, one GEMM.
       const int64_t rows = s.k ? in[0].numel() / s.k : out[0].numel() / std::max<int64_t>(s.n, 1);
-      const SgemmAfter gelu = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
+      auto gelu = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
         if (j0 == 0 && j1 == s.n) return rc.kernels.unary(gelu_op_, y + m0 * s.n, y + m0 * s.n, (m1 - m0) * s.n);
         for (int64_t i = m0; i < m1; ++i) rc.kernels.unary(gelu_op_, y + i * s.n + j0, y + i * s.n + j0, j1 - j0);
       };
@@ -87,7 +87,9 @@ class MatMulImpl : public Op {
         if (gelu_) gelu(0, rows, 0, s.n);
         return;
       }
-      run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep, gelu_ ? &gelu : nullptr);
+      if (!gelu_) return run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep);
+      const SgemmAfter after = gelu;
+      run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep, &after);
       return;
     }
     const int64_t batches = std::max<int64_t>(1, shape_numel(s.batch));

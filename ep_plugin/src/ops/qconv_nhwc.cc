@@ -5,7 +5,6 @@
 
 #include "qconv_nhwc.h"
 
-#include "depthwise_bands.h"
 #include "qconv_block.h"
 
 namespace optim {
@@ -77,7 +76,10 @@ size_t NhwcQConv::scratch_bytes(const std::vector<const Shape*>& in) const {
   const NhwcConvLayout l = layout(*in[0]);
   if (gate_) return static_cast<size_t>(gated_slots(l)) * gated_slot_bytes();
   if (depthwise_ || reads_in_place(l)) return 0;
-  if (runs_in_bands(l)) return plan_bands(l).scratch_bytes();
+  if (runs_in_bands(l)) {
+    const ConvBands b = plan_bands(l);
+    return static_cast<size_t>(b.slots * band_slot_bytes(l, b));
+  }
   return static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(kt_) * elem_bytes());
 }
 
@@ -246,43 +248,36 @@ bool NhwcQConv::runs_in_bands(const NhwcConvLayout& l) const {
   return !depthwise_ && !gate_ && cg_.group == 1 && !reads_in_place(l) && weight_bytes <= kBandWeightBytes;
 }
 
-NhwcQConv::Bands NhwcQConv::plan_bands(const NhwcConvLayout& l) const {
-  Bands b;
-  const int64_t row_bytes = l.wp * kt_ * elem_bytes();
-  while (b.rows < l.oh && l.rows_read(b.rows + 1) * row_bytes <= kConvBandBytes) ++b.rows;
+ConvBands NhwcQConv::plan_bands(const NhwcConvLayout& l) const {
   // At least 16 bands in all where the images allow (the threads finish together), for batch 1 too.
-  b.rows = std::min(b.rows, std::max<int64_t>(1, l.n * l.oh / 16));
-  b.count = (l.oh + b.rows - 1) / b.rows;
-  b.items = l.n * b.count;
-  b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
-  b.slot_bytes = (l.rows_read(b.rows) * row_bytes + 63) / 64 * 64;
-  return b;
+  return plan_conv_bands(l, l.wp * kt_ * elem_bytes(), kConvBandBytes, std::max<int64_t>(1, l.n * l.oh / 16));
+}
+
+int64_t NhwcQConv::band_slot_bytes(const NhwcConvLayout& l, const ConvBands& b) const {
+  return (l.rows_read(b.rows) * l.wp * kt_ * elem_bytes() + 63) / 64 * 64;
 }
 
 void NhwcQConv::convolve_bands(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
                                const Other& other, uint8_t* slots) const {
-  const Bands b = plan_bands(l);
+  const ConvBands b = plan_bands(l);
+  const int64_t slot_bytes = band_slot_bytes(l, b);
   const kernels::QgemmEpilogue ep = epilogue();
   const NhwcConvLayout::Taps t = l.taps(kt_, kt_, l.wp);
   const int64_t cout = cg_.cout, panels = (cout + 15) / 16;
-  std::atomic<int64_t> next{0};
-  rc.parallel_for(static_cast<size_t>(b.slots), [&](size_t slot) {
-    uint8_t* band = slots + static_cast<int64_t>(slot) * b.slot_bytes;
-    for (int64_t item; (item = next.fetch_add(1)) < b.items;) {
-      const int64_t img = item / b.count, oy0 = item % b.count * b.rows, oy1 = std::min(l.oh, oy0 + b.rows);
-      const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // the prepared rows it reads
-      prepare_image_rows(l, x, img, 0, r0, r1, band, r0);
-      const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
-      kernels::ConvGemmQ8Args a;
-      a.a = {band, pixels, l.ow, 0, l.sh, l.sw, l.wp, kt_, t.count, t.k_tap, t.offsets.data()};
-      a.w = packed_[0].data();
-      a.n = cout;
-      a.c = y + first * cout;
-      a.ldc = cout;
-      a.comp_col = u8s8_ ? comp_.data() : nullptr;
-      a.ep = &ep;
-      gemm_rows(rc, a, other.at(first * cout), other.ldo, 0, pixels, 0, panels);
-    }
+  run_conv_bands(rc, l, b, [&](int64_t slot, int64_t img, int64_t oy0, int64_t oy1) {
+    uint8_t* band = slots + slot * slot_bytes;
+    const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // the prepared rows it reads
+    prepare_image_rows(l, x, img, 0, r0, r1, band, r0);
+    const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
+    kernels::ConvGemmQ8Args a;
+    a.a = {band, pixels, l.ow, 0, l.sh, l.sw, l.wp, kt_, t.count, t.k_tap, t.offsets.data()};
+    a.w = packed_[0].data();
+    a.n = cout;
+    a.c = y + first * cout;
+    a.ldc = cout;
+    a.comp_col = u8s8_ ? comp_.data() : nullptr;
+    a.ep = &ep;
+    gemm_rows(rc, a, other.at(first * cout), other.ldo, 0, pixels, 0, panels);
   });
 }
 

@@ -89,18 +89,15 @@ class NhwcQConv : public Op {
   // Rows [r0, r1) of the prepared input of image img, group gi, into dst (which holds rows from dst_row0 on).
   void prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, int64_t img, int64_t gi, int64_t r0, int64_t r1,
                           uint8_t* dst, int64_t dst_row0) const;
-  // Bands of output rows of one image (one group, weights that stay in cache, an input that needs a prepared
-  // copy: the early 3x3 and strided convolutions, stems): each task prepares the input rows its band reads
-  // into its own slot and runs the GEMM on them while they are in cache, instead of a prepared copy of every
-  // image going through memory first in a pass of its own over the pool.
-  struct Bands {
-    int64_t rows = 1, count = 1, items = 1, slots = 1, slot_bytes = 0;
-    size_t scratch_bytes() const { return static_cast<size_t>(slots * slot_bytes); }
-  };
-  static constexpr int64_t kConvBandBytes = 64 << 10;         // a band's prepared rows: in L1 / L2 for the GEMM
-  static constexpr int64_t kBandWeightBytes = 256 << 10;      // weights that stay in cache across the bands
+  // Bands of output rows of one image (plan_conv_bands; one group, weights that stay in cache, an input that
+  // needs a prepared copy: the early 3x3 and strided convolutions, stems): each task prepares the input rows its
+  // band reads into its own slot and runs the GEMM on them while they are in cache, instead of a prepared copy of
+  // every image going through memory first in a pass of its own over the pool.
+  static constexpr int64_t kConvBandBytes = 64 << 10;     // a band's prepared rows: in L1 / L2 for the GEMM
+  static constexpr int64_t kBandWeightBytes = 256 << 10;  // weights that stay in cache across the bands
   bool runs_in_bands(const NhwcConvLayout& l) const;
-  Bands plan_bands(const NhwcConvLayout& l) const;
+  ConvBands plan_bands(const NhwcConvLayout& l) const;
+  int64_t band_slot_bytes(const NhwcConvLayout& l, const ConvBands& b) const;
   void convolve_bands(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y, const Other& other,
                       uint8_t* slots) const;
   void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
