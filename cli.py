@@ -10,14 +10,14 @@ import sys
 import click
 
 from optim.common.errors import CheckFailed, UserError
-from optim.ep_plugin import EP_NAME
+from optim.ep_plugin import EP_NAME, ISAS
 from optim.ep_plugin.tools.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
 
-# Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avx512vnni adds VNNI int8 GEMMs and
-# convolution, amx the int8 GEMM on AMX tiles).
-ISA_CHOICES = ["auto", "scalar", "avx2", "avx512vnni", "amx"]
+# Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avxvnni and avx512vnni add VNNI int8 GEMMs
+# and convolutions, amx the int8 GEMM on AMX tiles).
+ISA_CHOICES = ["auto", *ISAS]
 # Rows `optim profile` (and `optim bench --profile`) print by default.
 PROFILE_TOP = 25
 
@@ -409,6 +409,10 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
               help="How activation ranges are calibrated.")
 @click.option("--activations", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True)
 @click.option("--per-tensor", is_flag=True, help="One weight scale per tensor instead of per output channel.")
+@click.option("--weight-bits", type=click.Choice(["8", "7"]), default="8", show_default=True,
+              help="7: weights in [-64, 64] (onnxruntime's reduce_range). OptimEP then runs exact u8 x s8 kernels on "
+                   "CPUs without VNNI (AVX2: up to 2x the int8 speed of 8-bit weights there), for some accuracy, which "
+                   "the report measures. CPUs with VNNI run both equally fast.")
 @click.option("--exclude", multiple=True, metavar="NODE_OR_OP", help="Keep a node (by name) or every node of an op type in float.")
 @click.option("--op-types", metavar="OP[,OP...]",
               help="Quantize only nodes of these op types, e.g. MatMul for transformers (default: every type "
@@ -426,8 +430,8 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 @_reports_errors()
-def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, exclude, op_types,
-             target, max_float, dynamic, logits, shapes, compare, as_json, verbose):
+def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, weight_bits, exclude,
+             op_types, target, max_float, dynamic, logits, shapes, compare, as_json, verbose):
     """Quantize MODEL to int8 QDQ (int8 weights per channel, uint8/int8 activations per tensor) and
     report its accuracy against the float model on held-out inputs, measured on OptimEP.
 
@@ -440,7 +444,7 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     _check_onnx_file(model)
     result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
                          evaluation=evaluation, method=method, activation_type=activations,
-                         per_channel=not per_tensor, exclude=list(exclude),
+                         per_channel=not per_tensor, weight_bits=int(weight_bits), exclude=list(exclude),
                          op_types=[t.strip() for t in op_types.split(",") if t.strip()] if op_types else None,
                          dynamic=dynamic, logits=logits, target=target, max_float=max_float,
                          compare_cpu=compare, shapes=_parse_shapes(shapes),
@@ -452,6 +456,7 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
         return
     p = result.placement
     how = "dynamic (weights only)" if result.mode == "dynamic" else f"static, {result.method}, {result.activation_type} activations"
+    how += f", {result.weight_bits}-bit weights"
     click.echo(f"quantized ({how}) -> {result.path} in {result.seconds:.1f} s; calibration batches "
                f"{result.calibration_batches}, held-out batches {result.evaluation_batches}")
     if result.opset_converted_from is not None:

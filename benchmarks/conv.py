@@ -31,7 +31,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from flops import count_macs  # noqa: E402
 from optim.common.machine import core_count, cpu_summary  # noqa: E402
-from optim.ep_plugin import cpu_session, placement, session  # noqa: E402
+from optim.ep_plugin import ISAS, cpu_session, placement, session  # noqa: E402  ISAS: `isa` values, worst first
 from optim.ep_plugin.timing import NO_SPIN  # noqa: E402
 from optim.ep_plugin.tools.doctor import isa_supported  # noqa: E402
 from peak import measure as measure_peak  # noqa: E402
@@ -40,7 +40,6 @@ import options  # noqa: E402
 import timing  # noqa: E402
 
 MARKERS = ("<!-- conv-layers:begin -->", "<!-- conv-layers:end -->")
-ISAS = ("scalar", "avx2", "avx512vnni", "amx")  # OptimEP's `isa` option values, worst first
 CALIBRATION_BATCHES = 4
 
 

@@ -12,6 +12,21 @@ def add_timing(ap, *, budget: float, budget_for: str, runs: int, warmup: int) ->
     ap.add_argument("--threads", type=int, default=2, help="intra-op threads of every session, and of the peak (default 2)")
 
 
+def add_kernels(ap) -> None:
+    """OptimEP's kernel set and the int8 models' weight precision (realsize.py, realsize_model.py)."""
+    from optim.ep_plugin import ISAS
+
+    ap.add_argument("--isa", default="auto", choices=["auto", *ISAS],
+                    help="OptimEP's kernel set (default auto: the best this CPU runs); shares are of its peaks")
+    ap.add_argument("--weight-bits", type=int, default=8, choices=[8, 7],
+                    help="the int8 models' weights: 8 bits, or 7 (`optim quantize --weight-bits 7`: exact u8 x s8 "
+                         "kernels without VNNI); default 8")
+
+
+def kernels_argv(args) -> list[str]:
+    return ["--isa", args.isa, "--weight-bits", str(args.weight_bits)]
+
+
 def check_timing(ap, args) -> None:
     """Exits with a usage error when the timing options cannot work together."""
     if args.min_runs < 1 or args.runs < args.min_runs or args.budget <= 0 or args.warmup < 0 or args.threads < 1:

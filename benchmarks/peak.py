@@ -4,8 +4,9 @@ peak_fma.cc (beside this file) is compiled with the system g++ into the benchmar
 (once per source version) and runs, for every kernel this CPU's flags allow, a loop of independent
 multiply-accumulate instructions on `threads` threads (one per core). The fp32 peak is the best of
 the AVX-512 and AVX2 FMA loops (on CPUs that split 512-bit FMAs in two, AVX2 can be as fast); the
-int8 peak is the best integer dot product the CPU has (AVX-512 VNNI, AVX-VNNI, else AVX2's int16
-pairs, the exact path OptimEP takes without VNNI). Each kernel runs `repeats` short times and keeps
+int8 peak is the best integer dot product the CPU has (AVX-512 VNNI, AVX-VNNI, else AVX2's u8 x s8 pairs,
+the path OptimEP takes without VNNI for 7-bit weights; 8-bit weights take the int16 pairs, s16_avx2).
+for_isa() gives the peaks of the kernels one OptimEP kernel set (its `isa` option) can use. Each kernel runs `repeats` short times and keeps
 the best: other work on the machine (a compiler on a shared 2-core box) only ever lowers a
 measurement, and short runs catch the quiet moments between its bursts.
 """
@@ -23,7 +24,11 @@ from optim.common.machine import cpu_flags
 SOURCE = Path(__file__).resolve().parent / "peak_fma.cc"
 # kernel name in peak_fma.cc -> the /proc/cpuinfo flags it needs
 FP32_KERNELS = {"f32_avx512": ("avx512f",), "f32_avx2": ("avx2", "fma")}
-INT8_KERNELS = {"u8s8_avx512vnni": ("avx512f", "avx512_vnni"), "u8s8_avxvnni": ("avx2", "avx_vnni"), "s16_avx2": ("avx2",)}
+INT8_KERNELS = {"u8s8_avx512vnni": ("avx512f", "avx512_vnni"), "u8s8_avxvnni": ("avx2", "avx_vnni"),
+                "u8s8_avx2": ("avx2",), "s16_avx2": ("avx2",)}
+# OptimEP's kernel set -> the peak kernels it may use (fp32, int8 with 7-bit weights, int8 with 8-bit weights).
+_ISA_KERNELS = {"avx2": (("f32_avx2",), ("u8s8_avx2",), ("s16_avx2",)),
+                "avxvnni": (("f32_avx2",), ("u8s8_avxvnni",), ("u8s8_avxvnni",))}
 
 
 class PeakError(RuntimeError):
@@ -42,6 +47,17 @@ class Peak:
     def describe(self) -> str:
         return (f"measured peak on {self.threads} core(s): fp32 {self.fp32_gflops:.0f} GFLOP/s ({self.fp32_kernel}), "
                 f"int8 {self.int8_gops:.0f} GOP/s ({self.int8_kernel})")
+
+    def for_isa(self, isa: str, weight_bits: int = 8) -> "Peak":
+        """The peaks OptimEP's kernel set `isa` can reach with int8 weights of `weight_bits` bits (its shares
+        are of these); "auto" and the AVX-512 sets: the machine's best, as measured."""
+        kernels = _ISA_KERNELS.get(isa)
+        if kernels is None:
+            return self
+        fp32, int8 = kernels[0], kernels[1 if weight_bits == 7 else 2]
+        f32 = max((k for k in fp32 if k in self.measured), key=self.measured.get)
+        i8 = max((k for k in int8 if k in self.measured), key=self.measured.get)
+        return Peak(self.threads, self.measured[f32], f32, self.measured[i8], i8, self.measured)
 
 
 def build(cache: Path) -> Path:

@@ -1,15 +1,19 @@
 """The real-size suite: published architectures at their real size on OptimEP vs ONNX Runtime's CPU EP.
 
     .venv/bin/python benchmarks/realsize.py [--models resnet18,mobilenetv3_small] [--batch 1,8]
-        [--budget 60] [--runs 30] [--min-runs 5] [--threads 2] [--json out.json] [--no-markdown] [--rebuild]
+        [--budget 60] [--runs 30] [--min-runs 5] [--threads 2] [--isa auto] [--weight-bits 8]
+        [--json out.json] [--no-markdown] [--rebuild]
 
 Each model (realsize_models.py) is exported, optimized and quantized to int8 QDQ with optim's own
 library functions, the files cached in benchmarks/.cache/ (a rerun skips those stages), then timed
 in fp32 and int8 on OptimEP and on the CPU EP, alternating, at each batch size, within `--budget`
 seconds of timed runs per model (at least --min-runs, at most --runs per side). Every model runs
 in a child process (realsize_model.py): one that fails or crashes is reported and the rest still
-run. The machine's fp32 and int8 peaks are measured first (peak.py). Rewrites the table between
-the realsize markers in BENCHMARKS.md with the command, the machine and the peaks.
+run. The machine's fp32 and int8 peaks are measured first (peak.py); with --isa, shares are of the
+peaks of that kernel set (e.g. avx2: the AVX2 FMA and, by --weight-bits, the u8 x s8 or int16-pair
+peak). Rewrites the table between the realsize markers in BENCHMARKS.md with the command, the machine
+and the peaks; a run with other kernels or weights has markers of its own (realsize-avx2-w7...), and
+a section at the end of the file the first time.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ def parse_args(argv=None):
     ap.add_argument("--models", help=f"comma-separated subset of: {', '.join(names)} (default: all)")
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes (default 1,8)")
     options.add_timing(ap, budget=60.0, budget_for="per model, all batches", runs=30, warmup=2)
+    options.add_kernels(ap)
     ap.add_argument("--cache", default=str(HERE / ".cache"), help="folder of the cached ONNX files and the peak program")
     ap.add_argument("--rebuild", action="store_true", help="export, optimize and quantize again even if cached")
     ap.add_argument("--json", help="also write every result to this file")
@@ -58,7 +63,7 @@ def parse_args(argv=None):
 
 def _worker_command(name: str, result: Path, args) -> list[str]:
     cmd = [sys.executable, str(WORKER), name, "--result", str(result), "--batch", args.batch, "--cache", args.cache,
-           *options.timing_argv(args)]
+           *options.timing_argv(args), *options.kernels_argv(args)]
     return cmd + (["--rebuild"] if args.rebuild else [])
 
 
@@ -85,15 +90,34 @@ def run_model(name: str, args, folder: Path) -> dict:
     return result
 
 
+def markers(args) -> tuple[str, str]:
+    """The BENCHMARKS.md markers of a run's table: the default kernels and weights, or its own pair."""
+    if args.isa == "auto" and args.weight_bits == 8:
+        return MARKERS
+    tag = f"realsize-{args.isa}-w{args.weight_bits}"
+    return f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+
+
+def _with_markers(text: str, args) -> str:
+    """`text` with the run's markers, appended as a new section the first time a kernel set is recorded."""
+    begin, end = markers(args)
+    if begin in text:
+        return text
+    return text.rstrip("\n") + (f"\n\n## Real-size models with OptimEP's kernels forced to {args.isa}, "
+                                f"{args.weight_bits}-bit int8 weights\n\n{begin}\n{end}\n")
+
+
 def machine(args, peak) -> dict:
     return {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__,
-            "python": platform.python_version(), "threads": args.threads, "peak": peak.__dict__}
+            "python": platform.python_version(), "threads": args.threads, "isa": args.isa,
+            "weight_bits": args.weight_bits, "peak": peak.__dict__}
 
 
 def header(args, mach: dict, peak, command: str) -> list[str]:
     return ["", f"Command: `{command.strip()}`  ",
             f"Machine: {mach['cpu']}, {mach['cores']} cores; onnxruntime {mach['onnxruntime']}; {args.threads} intra-op "
             f"threads per session (no spinning).  ",
+            f"OptimEP's kernels: {args.isa}; int8 models with {args.weight_bits}-bit weights.  ",
             f"Peak ({peak.threads} threads, measured by peak_fma.cc): fp32 {peak.fp32_gflops:.0f} GFLOP/s "
             f"({peak.fp32_kernel}), int8 {peak.int8_gops:.0f} GOP/s ({peak.int8_kernel}).  ",
             f"Timing: after {args.warmup} warm-up runs per session, alternating runs of the four sessions within "
@@ -103,7 +127,7 @@ def header(args, mach: dict, peak, command: str) -> list[str]:
 def main(argv=None) -> int:
     args = parse_args(argv)
     t0 = time.perf_counter()
-    peak = measure_peak(Path(args.cache), args.threads)
+    peak = measure_peak(Path(args.cache), args.threads).for_isa(args.isa, args.weight_bits)
     mach = machine(args, peak)
     print(f"{mach['cpu']}, {mach['cores']} cores; {peak.describe()}", flush=True)
     results = []
@@ -123,7 +147,7 @@ def main(argv=None) -> int:
     if not args.no_markdown:
         md = HERE / "BENCHMARKS.md"
         lines = realsize_report.markdown(results, rows, header(args, mach, peak, command))
-        md.write_text(_replace_between(md.read_text(), MARKERS, lines))
+        md.write_text(_replace_between(_with_markers(md.read_text(), args), markers(args), lines))
     return 0
 
 

@@ -1,7 +1,8 @@
 """One model of the real-size suite, end to end, in a process of its own.
 
     .venv/bin/python benchmarks/realsize_model.py resnet18 --result r.json [--batch 1,8] [--budget 60]
-        [--runs 30] [--min-runs 5] [--warmup 2] [--threads 2] [--cache benchmarks/.cache] [--rebuild]
+        [--runs 30] [--min-runs 5] [--warmup 2] [--threads 2] [--isa auto] [--weight-bits 8]
+        [--cache benchmarks/.cache] [--rebuild]
 
 Prepares the model (export, optimize, quantize; cached, see realsize_prepare.py), opens four sessions
 (fp32 and int8, each on OptimEP and on ONNX Runtime's CPU EP), checks every output against the fp32 CPU
@@ -63,9 +64,10 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).strip()}"
 
 
-def open_sessions(files: dict[str, Path], threads: int, record: Record, say) -> dict:
-    """fp32/int8 x OptimEP/CPU EP sessions for the files there are; a session that fails is recorded and left out."""
-    makers = {"optim": lambda p: session(str(p), threads=threads, config=NO_SPIN),
+def open_sessions(files: dict[str, Path], threads: int, record: Record, say, isa: str = "auto") -> dict:
+    """fp32/int8 x OptimEP/CPU EP sessions for the files there are; a session that fails is recorded and left out.
+    isa: OptimEP's kernel set."""
+    makers = {"optim": lambda p: session(str(p), threads=threads, config=NO_SPIN, isa=isa),
               "cpu": lambda p: cpu_session(str(p), threads=threads, config=NO_SPIN)}
     sessions = {}
     for precision, path in files.items():
@@ -130,7 +132,8 @@ def prepared_files(name: str, args, record: Record, say) -> dict[str, Path] | No
     their stages; None when the export failed (recorded, and the record marked done: the process ends normally)."""
     record.update(stage="prepare")
     try:
-        prepared = prepare(name, Path(args.cache), say=say, rebuild=args.rebuild)
+        prepared = prepare(name, Path(args.cache), say=say, rebuild=args.rebuild,
+                           weight_bits=getattr(args, "weight_bits", 8))
     except PrepareError as e:
         record.fail(e.stage, e.message, say)
         record.update(stage="done")
@@ -153,7 +156,7 @@ def prepared_sessions(args):
     files = prepared_files(args.model, args, record, say)
     if files is None:
         return None
-    sessions = open_sessions(files, args.threads, record, say)
+    sessions = open_sessions(files, args.threads, record, say, isa=getattr(args, "isa", "auto"))
     record.update(placement={p: placement_summary(sessions[f"{p}_optim"], p) for p in files if f"{p}_optim" in sessions})
     for p, info in record.data["placement"].items():
         say(f"{p} on OptimEP: {info['optim_nodes']}/{info['total_nodes']} nodes, {info['integer_units']} integer units")
@@ -180,6 +183,7 @@ def parse_args(argv=None):
     ap.add_argument("--result", required=True, help="JSON file to write the result to")
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes (default 1,8)")
     options.add_timing(ap, budget=60.0, budget_for="for this model, all batches", runs=30, warmup=2)
+    options.add_kernels(ap)
     ap.add_argument("--cache", default=str(HERE / ".cache"), help="folder of the cached ONNX files")
     ap.add_argument("--rebuild", action="store_true", help="export, optimize and quantize again even if cached")
     args = ap.parse_args(argv)

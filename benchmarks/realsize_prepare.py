@@ -114,7 +114,7 @@ def _optimize(name: str, src: Path, out: Path) -> dict:
             "nodes_after": sum(result.ops_after.values()), "simplify": result.simplify.status}
 
 
-def _quantize(name: str, src: Path, out: Path, calib: Path, say) -> dict:
+def _quantize(name: str, src: Path, out: Path, calib: Path, weight_bits: int, say) -> dict:
     from optim.optimizer.quantization import quantize
 
     calib.mkdir(exist_ok=True)
@@ -122,8 +122,8 @@ def _quantize(name: str, src: Path, out: Path, calib: Path, say) -> dict:
         np.savez(calib / f"{i:02d}.npz", **model_inputs(name, 1, seed=CALIBRATION_SEED + i))
     op_types = BY_NAME[name].op_types
     result = quantize(src, out, calibration=str(calib), op_types=list(op_types) if op_types else None,
-                      progress=lambda line: say(f"quantize: {line}"))
-    return {"op_types": result.op_types, "calibration_batches": result.calibration_batches,
+                      weight_bits=weight_bits, progress=lambda line: say(f"quantize: {line}"))
+    return {"op_types": result.op_types, "weight_bits": weight_bits, "calibration_batches": result.calibration_batches,
             "evaluation_batches": result.evaluation_batches, "accuracy": [a.to_dict() for a in result.accuracy]}
 
 
@@ -140,9 +140,16 @@ def _stage(state: _State, stage: str, output: Path, work, say) -> dict:
     return state.record(stage, info)
 
 
-def prepare(name: str, cache: Path, say=print, rebuild: bool = False, with_int8: bool = True) -> Prepared:
+def int8_stage(weight_bits: int) -> tuple[str, str]:
+    """(stage name, file name) of the int8 model with weights of `weight_bits` bits."""
+    return ("quantize", "model.int8.onnx") if weight_bits == 8 else (f"quantize-w{weight_bits}", f"model.int8-w{weight_bits}.onnx")
+
+
+def prepare(name: str, cache: Path, say=print, rebuild: bool = False, with_int8: bool = True,
+            weight_bits: int = 8) -> Prepared:
     """The model's fp32 (optimized) and int8 files, from the cache or made now; see the module doc.
-    with_int8=False stops after optimizing (Prepared.int8 is None; benchmarks/serve.py times fp32 only)."""
+    with_int8=False stops after optimizing (Prepared.int8 is None; benchmarks/serve.py times fp32 only).
+    weight_bits: the int8 model's weights, 8 or 7 bits (`optim quantize --weight-bits`); each has its own file."""
     folder = model_folder(cache, name)
     for stale in cache.glob(f"{name}-*"):
         if stale != folder and stale.is_dir():
@@ -151,7 +158,8 @@ def prepare(name: str, cache: Path, say=print, rebuild: bool = False, with_int8:
     if rebuild:
         (folder / "prepared.json").unlink(missing_ok=True)
     state = _State(folder, name)
-    raw, opt, int8 = folder / "model.onnx", folder / "model.opt.onnx", folder / "model.int8.onnx"
+    quantize_stage, int8_name = int8_stage(weight_bits)
+    raw, opt, int8 = folder / "model.onnx", folder / "model.opt.onnx", folder / int8_name
     prepared = Prepared(folder, opt, None)
     try:
         prepared.stages["export"] = _stage(state, "export", raw, lambda: _export(name, raw, say), say)
@@ -166,10 +174,11 @@ def prepare(name: str, cache: Path, say=print, rebuild: bool = False, with_int8:
     if not with_int8:
         return prepared
     try:
-        prepared.stages["quantize"] = _stage(state, "quantize", int8,
-                                             lambda: _quantize(name, prepared.fp32, int8, folder / "calib", say), say)
+        prepared.stages["quantize"] = _stage(state, quantize_stage, int8,
+                                             lambda: _quantize(name, prepared.fp32, int8, folder / "calib", weight_bits, say),
+                                             say)
         prepared.int8 = int8
     except Exception as e:  # noqa: BLE001
-        prepared.failures.append({"stage": "quantize", "error": f"{type(e).__name__}: {e}"})
+        prepared.failures.append({"stage": quantize_stage, "error": f"{type(e).__name__}: {e}"})
         say(f"quantize FAILED ({type(e).__name__}: {e}); no int8 timings")
     return prepared

@@ -10,11 +10,12 @@ never unregisters).
 
 from .loader import EP_NAME, LIBRARY_ENV, EpLoadError, library_path, register, registered_api_version
 from .placement import NodePlacement, Placement, placement
-from .sessions import EP_OPTIONS, OptimEPError, UnclaimedNodesError, cpu_session, session
+from .sessions import EP_OPTIONS, ISAS, OptimEPError, UnclaimedNodesError, cpu_session, session
 
 __all__ = [
     "EP_NAME",
     "EP_OPTIONS",
+    "ISAS",
     "LIBRARY_ENV",
     "EpLoadError",
     "NodePlacement",

@@ -19,9 +19,13 @@ from .loader import EP_NAME, ep_devices, register
 
 ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
+# OptimEP's kernel sets (its `isa` option), worst first: each adds to the one before (kernel_table.h). avxvnni and
+# avx512vnni run int8 on VNNI dot products; avx2 runs 7-bit weights on u8 x s8 pairs, 8-bit ones on int16 pairs.
+ISAS = ("scalar", "avx2", "avxvnni", "avx512vnni", "amx")
+
 # Options OptimEP understands (passed as EP options; ORT stores them as `ep.optimep.<key>`).
 EP_OPTIONS = {
-    "isa": "kernel instruction set: auto (best this CPU runs), scalar, avx2, avx512vnni or amx",
+    "isa": f"kernel instruction set: auto (best this CPU runs), {', '.join(ISAS[:-1])} or {ISAS[-1]}",
     "min_partition_nodes": "connected groups smaller than this stay on the CPU EP (default 1)",
     "log": "1 logs each node OptimEP refuses, with the reason, on ORT's logger",
     "placement_report": "path of a JSON file listing claimed groups and refused nodes (set by session())",

@@ -2,6 +2,7 @@
 2-D, 1-2 groups, 1-5 input channels per group, output channels around the kernels' row tiles, kernels
 of 1-3 per dim, strides 1-3, dilations 1-2, asymmetric pads 0-2, widths around the 8-pixel segments,
 uint8/int8 inputs and (integer convolutions) outputs, weight zero points that keep int8 weights or not,
+8- or 7-bit integer weights (7: AVX2's u8 x s8 pair kernels; with a zero point, past their bound at times),
 Relu or not."""
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def conv_cases(draw):
         pads=[draw(st.integers(0, 2)) for _ in range(2 * spatial)],
         size=[draw(st.integers(1, 7))] * (spatial - 1) + [draw(st.sampled_from([1, 5, 8, 9, 16, 17, 23]))],
         x_type=draw(st.sampled_from(["u8", "s8"])), y_type=draw(st.sampled_from(["u8", "s8"])),
-        w_zero=draw(st.sampled_from([0, 0, -3])), relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
+        w_zero=draw(st.sampled_from([0, 0, -3])), w_bits=draw(st.sampled_from([8, 7])), relu=draw(st.booleans()),
+        seed=draw(st.integers(0, 2**16)))
     for d in range(spatial):  # at least one output pixel
         span = (c["kernel"][d] - 1) * c["dilations"][d] + 1
         if c["size"][d] + c["pads"][d] + c["pads"][d + spatial] < span:

@@ -8,7 +8,7 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
 from optim.common.comparison import FLOAT_ATOL, FLOAT_RTOL, Tolerance, compare_output
-from optim.ep_plugin import cpu_session, session
+from optim.ep_plugin import ISAS as ALL_ISAS, cpu_session, session
 from optim.ep_plugin.tools.doctor import isa_supported as kernels_supported
 
 # "fallback disabled" refusals are expected in tests; keep ORT's own error log off stderr.
@@ -18,9 +18,9 @@ ort.set_default_logger_severity(4)
 # GEMM, FMA), so results differ from ORT's in the last bits; element-wise data movement and max/relu are
 # compared exactly (atol=rtol=0).
 
-# Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-512 VNNI and AMX
+# Every kernel set this CPU runs: scalar and AVX2 always (the machines have AVX2), AVX-VNNI, AVX-512 VNNI and AMX
 # where present.
-ISAS = ["scalar", "avx2"] + [isa for isa in ("avx512vnni", "amx") if kernels_supported(isa)]
+ISAS = ["scalar", "avx2"] + [isa for isa in ALL_ISAS[2:] if kernels_supported(isa)]
 IR_VERSION = 10  # onnxruntime 1.31 reads IR <= 13; onnx 1.23 writes 14 by default
 
 _NP_TO_ONNX = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16, np.int64: TensorProto.INT64,
@@ -54,6 +54,23 @@ def run_cpu(model: bytes, feeds: dict) -> list[np.ndarray]:
 def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[np.ndarray]:
     """OptimEP with CPU fallback disabled: fails if any node is left to the CPU EP."""
     return session(model, fallback=False, isa=isa, **options).run(None, feeds)
+
+
+def step_kernels(model: bytes, isa: str) -> list[str]:
+    """The kernel each OptimEP step chose when it compiled (the step profile's "kernel"; steps that name none left
+    out), in step order: which integer GEMM an int8 unit runs on."""
+    import gc
+    import json
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "steps.json"
+        sess = session(model, fallback=False, isa=isa, profile=str(path))  # written at compile time
+        doc = json.loads(path.read_text())
+        del sess
+        gc.collect()
+    return [s["kernel"] for p in doc["partitions"] for s in p["steps"] if s["kernel"]]
 
 
 def step_ops(labels: list[str]) -> list[str]:

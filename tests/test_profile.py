@@ -124,7 +124,7 @@ def test_cli_json_and_top(fallback_file):
     d = json.loads(r.output)
     assert set(d) >= {"model", "inputs", "runs", "warmup", "isa", "run_mean_ms", "run_cv", "noisy", "total_ms", "rows",
                       "by_op", "notes"}
-    assert set(d["rows"][0]) == {"where", "op", "nodes", "input_shapes", "mean_ms", "share", "partition"}
+    assert set(d["rows"][0]) == {"where", "op", "nodes", "input_shapes", "mean_ms", "share", "partition", "kernel"}
     assert len(d["rows"]) >= 4 and d["runs"] == 2
     r = invoke(fallback_file, "--batch", "1", "--runs", "2", "--top", "1")
     assert r.exit_code == 0 and "more row(s)" in r.output and "(--top 0 shows all)" in r.output
@@ -145,3 +145,23 @@ def test_noisy_runs_give_a_warning():
         print_profile(Profile("m.onnx", {"x": [1, 4]}, 10, 1, None, "avx2", 0.25, cv, rows), lines.append)
     warnings = [line for line in lines if line.startswith("WARNING")]
     assert len(warnings) == 1 and "the runs vary by 50%" in warnings[0]
+
+
+@pytest.mark.parametrize("w_bits, kernel", [(8, "conv_gemm_s16_avx2_6x16"), (7, "conv_gemm_u8s8_avx2_5x16")])
+def test_integer_steps_name_the_kernel_they_chose(tmp_path, w_bits, kernel):
+    """An int8 convolution names its GEMM kernel (AVX2: int16 pairs for 8-bit weights, u8 x s8 pairs for 7-bit
+    ones) in the JSON rows and in a kernel column of the table; steps that choose none show '-'."""
+    from qdq_models import qconv_unit_model
+
+    c = dict(spatial=2, n=1, groups=1, cin_g=8, cout_g=16, kernel=[3, 3], strides=[1, 1], dilations=[1, 1],
+             pads=[1, 1, 1, 1], size=[6, 6], x_type="u8", y_type="u8", w_zero=0, w_bits=w_bits, relu=True, seed=2)
+    path = tmp_path / "qconv.onnx"
+    path.write_bytes(qconv_unit_model(c)[0])
+    r = invoke(path, "--runs", "2", "--isa", "avx2", "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["rows"]
+    assert [row["kernel"] for row in rows if row["op"] == "NhwcQConv"] == [kernel]
+    assert {row["kernel"] for row in rows if row["op"] != "NhwcQConv"} == {""}
+    r = invoke(path, "--runs", "2", "--isa", "avx2")
+    header = next(line for line in r.output.splitlines() if "ms/run" in line)
+    assert "kernel" in header and kernel in r.output

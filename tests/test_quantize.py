@@ -161,3 +161,48 @@ def test_exclude_that_matches_nothing(convnet, tmp_path):
     model, calib = convnet
     r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--exclude", "LSTM")
     assert r.exit_code == 2 and "--exclude 'LSTM' matches no node" in r.output
+
+
+def _weight_ranges(path) -> list[tuple[int, int]]:
+    """(min, max) of every int8 initializer a DequantizeLinear reads (the weights; biases are int32)."""
+    from onnx import numpy_helper
+
+    q = onnx.load(str(path))
+    inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+    ranges = []
+    for n in q.graph.node:
+        w = inits.get(n.input[0]) if n.op_type == "DequantizeLinear" else None
+        if w is not None and w.dtype == np.int8 and w.ndim >= 2:
+            ranges.append((int(w.min()), int(w.max())))
+    return ranges
+
+
+def test_seven_bit_weights_lie_in_the_range_avx2_runs_exactly_and_cost_a_little_accuracy(convnet, tmp_path):
+    """--weight-bits 7: every weight in [-64, 64], which AVX2's u8 x s8 pair kernels run (the step profile names
+    them); the accuracy report measures the cost against the 8-bit model's."""
+    from helpers import step_kernels
+
+    model, calib = convnet
+    reports = {}
+    for bits in (8, 7):
+        out = tmp_path / f"w{bits}.onnx"
+        r = invoke(model, "-o", out, "--calib", calib, "--weight-bits", bits, "--json")
+        assert r.exit_code == 0, r.output
+        reports[bits] = json.loads(r.stdout)
+        assert reports[bits]["weight_bits"] == bits
+        ranges = _weight_ranges(out)
+        assert len(ranges) == 3
+        top = 127 if bits == 8 else 64
+        assert all(-top <= lo and hi <= top for lo, hi in ranges) and max(max(-lo, hi) for lo, hi in ranges) == top
+        kernels = step_kernels(out.read_bytes(), "avx2")
+        assert ("conv_gemm_u8s8_avx2_5x16" in kernels) == (bits == 7), kernels
+    cos = {bits: reports[bits]["accuracy"][0]["cosine"] for bits in reports}
+    assert cos[7] >= MIN_COSINE and cos[7] <= cos[8] + 1e-4
+    r = invoke(model, "-o", tmp_path / "w7.onnx", "--calib", calib, "--weight-bits", 7)
+    assert r.exit_code == 0 and "7-bit weights" in r.stdout
+
+
+def test_weight_bits_other_than_8_or_7_are_refused(convnet, tmp_path):
+    model, calib = convnet
+    r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--weight-bits", 6)
+    assert r.exit_code == 2 and "'6' is not one of '8', '7'" in r.output

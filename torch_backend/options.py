@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from optim.common.errors import UserError
+from optim.ep_plugin import ISAS
 
 QUANTIZE_MODES = (None, "int8")
 KNOWN = {
@@ -20,7 +21,7 @@ KNOWN = {
     "target": "with int8, an accuracy goal on held-out calibration samples, e.g. 'cosine>=0.99': the most "
               "sensitive nodes stay float until it holds",
     "op_types": "with int8, quantize only these op types, e.g. ['MatMul'] for transformers",
-    "isa": "OptimEP's kernel set: auto (default), scalar, avx2, avx512vnni or amx",
+    "isa": "OptimEP's kernel set: auto (default), scalar, avx2, avxvnni, avx512vnni or amx",
 }
 
 
@@ -82,8 +83,8 @@ def parse_options(options: Mapping[str, Any] | None) -> BackendOptions:
             raise OptionsError(f"op_types must be a list of ONNX op type names such as ['MatMul'], got {op_types!r}")
         op_types = tuple(op_types)
     isa = options.get("isa", "auto")
-    if isa not in ("auto", "scalar", "avx2", "avx512vnni", "amx"):
-        raise OptionsError(f"isa must be one of auto, scalar, avx2, avx512vnni, amx, got {isa!r}")
+    if isa not in ("auto", *ISAS):
+        raise OptionsError(f"isa must be one of auto, {', '.join(ISAS)}, got {isa!r}")
     return BackendOptions(quantize=quantize, calib=calib, threads=threads, target=target, op_types=op_types, isa=isa)
 
 

@@ -53,6 +53,19 @@ inline void for_each_conv_tile(int64_t m0, int64_t m1, int64_t p0, int64_t p1, i
     for (int64_t m = m0; m < m1; m += mr) tile(m, std::min(mr, m1 - m), p, std::min(np, p1 - p));
 }
 
+// The order of the 256-bit integer kernels' tiles (conv_gemm_u8s8_ymm.h), whose 4-row tiles read a panel's
+// weights twice as often per multiply-add as the AVX-512 kernels' 8 x 32 ones: blocks of rows whose input
+// (row_bytes each) fits in L2, and in each block every panel down all its rows, its weights staying in L1.
+template <typename Tile>
+inline void for_each_conv_tile_in_row_blocks(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t mr, int64_t row_bytes,
+                                             const Tile& tile) {
+  constexpr int64_t kRowBlockBytes = 128 << 10;
+  const int64_t block = std::max<int64_t>(mr, kRowBlockBytes / std::max<int64_t>(row_bytes, 1) / mr * mr);
+  for (int64_t b = m0; b < m1; b += block)
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t m = b; m < std::min(m1, b + block); m += mr) tile(m, std::min(mr, m1 - m), p);
+}
+
 // Columns of C in panel p (16 wide) that exist: n - 16p, at most 16.
 inline int64_t panel_cols(int64_t n, int64_t p) {
   const int64_t left = n - p * 16;

@@ -8,6 +8,7 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kAmx: return "amx";
     case Isa::kAvx512Vnni: return "avx512vnni";
+    case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx2: return "avx2";
     default: return "scalar";
   }
@@ -18,23 +19,30 @@ bool isa_supported(Isa isa) {
   const CpuFeatures& f = cpu_features();
   if (isa == Isa::kAmx) return isa_supported(Isa::kAvx512Vnni) && amx_usable();
   if (isa == Isa::kAvx512Vnni) return f.avx2 && f.fma && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+  if (isa == Isa::kAvxVnni) return f.avx2 && f.fma && f.avx_vnni;
   return f.avx2 && f.fma;
 }
 
 Isa best_isa() {
-  if (isa_supported(Isa::kAmx)) return Isa::kAmx;
-  if (isa_supported(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
-  return isa_supported(Isa::kAvx2) ? Isa::kAvx2 : Isa::kScalar;
+  for (Isa isa : {Isa::kAmx, Isa::kAvx512Vnni, Isa::kAvxVnni, Isa::kAvx2})
+    if (isa_supported(isa)) return isa;
+  return Isa::kScalar;
 }
 
 bool parse_isa(const std::string& text, Isa* out) {
-  if (text == "auto" || text.empty()) { *out = best_isa(); return true; }
-  if (text == "scalar") { *out = Isa::kScalar; return true; }
-  if (text == "avx2") { *out = Isa::kAvx2; return true; }
-  if (text == "avx512vnni") { *out = Isa::kAvx512Vnni; return true; }
-  if (text == "amx") { *out = Isa::kAmx; return true; }
+  if (text == "auto" || text.empty()) {
+    *out = best_isa();
+    return true;
+  }
+  for (int i = 0; i < kIsaCount; ++i)
+    if (text == isa_name(static_cast<Isa>(i))) {
+      *out = static_cast<Isa>(i);
+      return true;
+    }
   return false;
 }
+
+const char* isa_names() { return "scalar, avx2, avxvnni, avx512vnni, amx"; }
 
 namespace {
 
@@ -42,14 +50,20 @@ KernelTable build_table(Isa isa) {
   KernelTable t;
   t.isa = isa;
   // Per family, the row of the highest ISA not above `isa`.
-#define OPTIM_KERNEL(family, row_isa, symbol, mr, nr, k_multiple, row_pad)   \
-  if (Isa::row_isa <= isa && (!t.family || t.family.isa < Isa::row_isa)) \
-    t.family = {symbol, #symbol, Isa::row_isa, {mr, nr, k_multiple, row_pad}};
+#define OPTIM_ROW(family, row_isa, symbol, mr, nr, k_multiple, row_pad, int16_pairs) \
+  if (Isa::row_isa <= isa && (!t.family || t.family.isa < Isa::row_isa))         \
+    t.family = {symbol, #symbol, Isa::row_isa, {mr, nr, k_multiple, row_pad, int16_pairs}};
+#define OPTIM_KERNEL(family, row_isa, symbol, mr, nr, k_multiple, row_pad) \
+  OPTIM_ROW(family, row_isa, symbol, mr, nr, k_multiple, row_pad, false)
 #define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, mr, nr, k_multiple, row_pad) \
   if (cpu_features().feature) OPTIM_KERNEL(family, row_isa, symbol, mr, nr, k_multiple, row_pad)
+#define OPTIM_KERNEL_PAIRS(family, row_isa, symbol, mr, nr, k_multiple, row_pad) \
+  OPTIM_ROW(family, row_isa, symbol, mr, nr, k_multiple, row_pad, true)
 #include "kernel_list.inc"
+#undef OPTIM_ROW
 #undef OPTIM_KERNEL
 #undef OPTIM_KERNEL_IF
+#undef OPTIM_KERNEL_PAIRS
   return t;
 }
 
@@ -60,9 +74,11 @@ std::vector<std::string> KernelTable::names() const {
 #define OPTIM_KERNEL(family, row_isa, symbol, ...) \
   if (family.fn == symbol) out.push_back(#symbol);
 #define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, ...) OPTIM_KERNEL(family, row_isa, symbol)
+#define OPTIM_KERNEL_PAIRS(family, row_isa, symbol, ...) OPTIM_KERNEL(family, row_isa, symbol)
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
 #undef OPTIM_KERNEL_IF
+#undef OPTIM_KERNEL_PAIRS
   return out;
 }
 
@@ -70,16 +86,19 @@ const std::vector<KernelRow>& kernel_rows() {
   static const std::vector<KernelRow> rows = {
 #define OPTIM_KERNEL(family, row_isa, symbol, ...) {#family, Isa::row_isa, #symbol},
 #define OPTIM_KERNEL_IF(feature, family, row_isa, symbol, ...) {#family, Isa::row_isa, #symbol, #feature, cpu_features().feature},
+#define OPTIM_KERNEL_PAIRS(family, row_isa, symbol, ...) {#family, Isa::row_isa, #symbol},
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
 #undef OPTIM_KERNEL_IF
+#undef OPTIM_KERNEL_PAIRS
   };
   return rows;
 }
 
 const KernelTable& kernel_table(Isa isa) {
-  static const KernelTable tables[] = {build_table(Isa::kScalar), build_table(Isa::kAvx2), build_table(Isa::kAvx512Vnni),
-                                       build_table(Isa::kAmx)};
+  static const KernelTable tables[kIsaCount] = {build_table(Isa::kScalar), build_table(Isa::kAvx2),
+                                                build_table(Isa::kAvxVnni), build_table(Isa::kAvx512Vnni),
+                                                build_table(Isa::kAmx)};
   return tables[static_cast<int>(isa)];
 }
 

@@ -12,17 +12,26 @@
 
 namespace optim::kernels {
 
-// avx512vnni: the AVX2 table plus integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL)
-// and the float GEMM on 16-wide FMAs.
+// The kernel sets, worst first; a table for one level holds the best row per family up to that level.
+// avx2: AVX2 + FMA; its u8 x s8 integer kernels sum pairs in int16 (vpmaddubsw), exact only for weights whose
+// pairs pass u8s8_pairs_exact (7-bit weights always do), so ops keep the int16-pair kernels for the others.
+// avxvnni: the AVX2 table with the u8 x s8 kernels on 256-bit VNNI (VEX vpdpbusd: Alder Lake and later client
+// chips, Sapphire Rapids, Zen 5), exact for any int8 weights.
+// avx512vnni: integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL) and the float kernels on
+// 16-wide FMAs. Rows of the avxvnni level also need the CPU's AVX-VNNI (Zen 4 and Ice Lake lack it): where it
+// is missing they are skipped, and the avx512vnni rows replace them anyway.
 // amx: the avx512vnni table with the u8 x s8 GEMM on AMX tiles (tdpbusd) where the CPU and OS allow it.
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512Vnni = 2, kAmx = 3 };
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512Vnni = 3, kAmx = 4 };
+constexpr int kIsaCount = 5;
 
 const char* isa_name(Isa isa);
-// Best ISA this CPU runs, best first: AMX, AVX-512 VNNI, AVX2+FMA, then scalar.
+// Best ISA this CPU runs, best first: AMX, AVX-512 VNNI, AVX-VNNI, AVX2+FMA, then scalar.
 Isa best_isa();
 bool isa_supported(Isa isa);
-// Parses "scalar" / "avx2" / "avx512vnni" / "amx" / "auto"; returns false for anything else.
+// Parses "scalar" / "avx2" / "avxvnni" / "avx512vnni" / "amx" / "auto"; returns false for anything else.
 bool parse_isa(const std::string& text, Isa* out);
+// The names parse_isa accepts besides "auto", worst first, comma-separated (for error messages).
+const char* isa_names();
 
 // --- SGEMM on a pre-packed B --------------------------------------------------------------------
 // B (k x n) is packed into panels of kSgemmNR columns: panel p holds rows 0..k-1 of columns
@@ -146,6 +155,12 @@ using QgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int
 size_t qgemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
 // Packs B given as int8 values (row-major k x n with stride ldb) into kq >= ceil(k / 4) quads (zeros past k).
 void qgemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst);
+// Whether a kernel that sums each pair of u8 x s8 products in int16 (vpmaddubsw, KernelTraits::int16_pairs) is
+// exact for B (row-major k x n, stride ldb; rows 2r and 2r + 1 form a pair, as in the quads): with a in
+// [0, 255], a0 w0 + a1 w1 stays within int16 for every a exactly when each pair's positive weights sum to at
+// most 128 and its negative ones to at least -128 (255 * 128 = 32640; 129 would reach 32895). 7-bit weights
+// ([-64, 64], `optim quantize --weight-bits 7`) always pass; 8-bit ones almost never do.
+bool u8s8_pairs_exact(const int8_t* b, int64_t ldb, int64_t k, int64_t n);
 
 // --- QuantizeLinear / DequantizeLinear, per tensor (ops call them per channel block for per axis) --
 // q = saturate(round_half_even(x / scale) + zero_point) to uint8 (to_u8) or int8; NaN gives the
@@ -275,7 +290,8 @@ struct ConvGemmF32Args {
 // A QAdd folded into the epilogue (ops/qadd_after.h): each quantized value of C (operand a, whose zero point
 // p.za is the epilogue's out_zero) is added to the other operand's value at the same row and column
 // (other + m * ldo + j; ldo 0: one row for all) by QBinaryParams' operations, and C holds the Add's result.
-// Only conv_gemm_u8s8 takes one; the callers of the s16 kernels run the Add on C after them.
+// Only conv_gemm_u8s8 takes one (AVX-512 VNNI in its epilogue, the 256-bit kernels on each stored tile); the
+// callers of the s16 kernels run the Add on C after them.
 struct ConvQAdd {
   const void* other = nullptr;
   int64_t ldo = 0;
@@ -366,8 +382,11 @@ using Lut8Fn = void (*)(const uint8_t* x, uint8_t flip, const uint8_t* table, ui
 // --- the table ------------------------------------------------------------------------------------
 // What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
 // tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
+// int16_pairs: a u8 x s8 kernel that sums each pair of products in int16 (vpmaddubsw) before widening, exact
+// only for weights that pass u8s8_pairs_exact; ops check that and keep the int16-pair kernels otherwise.
 struct KernelTraits {
   int64_t mr = 1, nr = 1, k_multiple = 1, row_pad = 0;
+  bool int16_pairs = false;
 };
 
 // One family's chosen kernel: callable like the function it holds, false when the table has none.
@@ -438,8 +457,10 @@ const std::vector<KernelRow>& kernel_rows();
 // The kernels themselves, declared from the list: each has its family's signature.
 #define OPTIM_KERNEL(family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
 #define OPTIM_KERNEL_IF(feature, family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
+#define OPTIM_KERNEL_PAIRS(family, isa, symbol, ...) decltype(KernelTable::family)::Fn symbol;
 #include "kernel_list.inc"
 #undef OPTIM_KERNEL
 #undef OPTIM_KERNEL_IF
+#undef OPTIM_KERNEL_PAIRS
 
 }  // namespace optim::kernels

@@ -1,5 +1,7 @@
 // B packing for the integer GEMMs (kernel_table.h): int16 pair panels for the s16 kernels, int8 quad
 // panels for the u8 x s8 ones. Plain C++: every ISA reads the same layouts.
+#include <algorithm>
+
 #include "kernel_table.h"
 
 namespace optim::kernels {
@@ -40,6 +42,16 @@ void qgemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64
           const int64_t kk = 4 * q + t, col = p * kQuadNR + j;
           dst[((p * kq + q) * kQuadNR + j) * 4 + t] = kk < k && col < n ? b[kk * ldb + col] : 0;
         }
+}
+
+bool u8s8_pairs_exact(const int8_t* b, int64_t ldb, int64_t k, int64_t n) {
+  for (int64_t r = 0; r < k; r += 2)
+    for (int64_t j = 0; j < n; ++j) {
+      const int32_t w0 = b[r * ldb + j], w1 = r + 1 < k ? b[(r + 1) * ldb + j] : 0;
+      const int32_t pos = std::max(w0, 0) + std::max(w1, 0), neg = std::min(w0, 0) + std::min(w1, 0);
+      if (pos > 128 || neg < -128) return false;
+    }
+  return true;
 }
 
 }  // namespace optim::kernels

@@ -190,7 +190,8 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
                                          outputs, kernels::kernel_table(ep->options_.isa));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, rewrites);
-      if (ep->profile_) plan->set_profile(ep->profile_->add(plan->name(), plan->step_labels(), plan->step_ops()));
+      if (ep->profile_) plan->set_profile(ep->profile_->add(plan->name(), plan->step_labels(), plan->step_ops(),
+                                                               plan->step_kernels()));
       infos[i] = new ComputeInfo(std::move(plan));
     }
     if (ep->profile_) ep->profile_->write();  // the partitions, no runs yet; a bad path fails here, with its name

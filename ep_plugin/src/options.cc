@@ -35,10 +35,11 @@ EpOptions read_options(const OrtSessionOptions* so) {
   std::string v;
   if (get_entry(so, key("isa"), &v)) {
     if (!kernels::parse_isa(v, &o.isa))
-      throw Error("option isa='" + v + "' is not one of auto, scalar, avx2, avx512vnni, amx", ORT_INVALID_ARGUMENT);
+      throw Error("option isa='" + v + "' is not one of auto, " + kernels::isa_names(), ORT_INVALID_ARGUMENT);
     if (!kernels::isa_supported(o.isa))
-      throw Error("option isa='" + v + "' is not supported by this CPU (avx2 needs AVX2 and FMA; avx512vnni also "
-                  "AVX-512 F, BW, VL and VNNI; amx also AMX-INT8 with the OS's permission)", ORT_INVALID_ARGUMENT);
+      throw Error("option isa='" + v + "' is not supported by this CPU (avx2 needs AVX2 and FMA; avxvnni also "
+                  "AVX-VNNI; avx512vnni AVX2 and AVX-512 F, BW, VL and VNNI; amx also AMX-INT8 with the OS's "
+                  "permission)", ORT_INVALID_ARGUMENT);
   }
   if (get_entry(so, key("min_partition_nodes"), &v)) o.min_partition_nodes = non_negative("min_partition_nodes", v);
   if (get_entry(so, key("placement_report"), &v)) o.placement_report = v;

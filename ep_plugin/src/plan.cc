@@ -114,6 +114,12 @@ std::vector<std::string> Plan::step_labels() const {
   return out;
 }
 
+std::vector<std::string> Plan::step_kernels() const {
+  std::vector<std::string> out;
+  for (const Step& s : steps_) out.push_back(s.op->kernel_name());
+  return out;
+}
+
 std::vector<std::string> Plan::step_ops() const {
   std::vector<std::string> out;
   for (const Step& s : steps_) out.push_back(s.op_type);

@@ -32,6 +32,7 @@ class Plan {
   // "Conv 'c1' + Relu 'r1'", "QGemm 'fc'", ...: what runs, in order.
   std::vector<std::string> step_labels() const;
   std::vector<std::string> step_ops() const;  // each step's op type (a label may start with nodes folded in ahead)
+  std::vector<std::string> step_kernels() const;  // each step's Op::kernel_name(), "" where it names none
   // Times every step of every later run into `profile` (EP option `profile`); set before the first run.
   void set_profile(std::shared_ptr<StepProfile> profile) { profile_ = std::move(profile); }
 

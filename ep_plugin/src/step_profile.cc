@@ -7,9 +7,10 @@
 
 namespace optim {
 
-StepProfile::StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops, size_t warmup)
-    : partition_(std::move(partition)), labels_(std::move(labels)), ops_(std::move(ops)), warmup_(warmup), total_ns_(labels_.size(), 0),
-      shapes_(labels_.size()), has_shape_(labels_.size(), 0) {}
+StepProfile::StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops,
+                         std::vector<std::string> kernels, size_t warmup)
+    : partition_(std::move(partition)), labels_(std::move(labels)), ops_(std::move(ops)), kernels_(std::move(kernels)),
+      warmup_(warmup), total_ns_(labels_.size(), 0), shapes_(labels_.size()), has_shape_(labels_.size(), 0) {}
 
 void StepProfile::record(const std::vector<uint64_t>& ns, const std::vector<const Shape*>& first_inputs) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -30,8 +31,10 @@ std::string StepProfile::json() const {
   o << "{\"partition\": " << json_str(partition_) << ", \"runs\": " << runs_ << ", \"steps\": [";
   for (size_t i = 0; i < labels_.size(); ++i) {
     const std::string& label = labels_[i];
-    o << (i ? ", " : "") << "{\"label\": " << json_str(label) << ", \"op\": " << json_str(ops_[i])
-      << ", \"total_ns\": " << total_ns_[i] << ", \"input_shape\": ";
+    o << (i ? ", " : "") << "{\"label\": " << json_str(label) << ", \"op\": " << json_str(ops_[i]) << ", \"kernel\": ";
+    if (i < kernels_.size() && !kernels_[i].empty()) o << json_str(kernels_[i]);
+    else o << "null";
+    o << ", \"total_ns\": " << total_ns_[i] << ", \"input_shape\": ";
     if (!has_shape_[i]) {
       o << "null";
     } else {
@@ -58,9 +61,10 @@ ProfileFile::~ProfileFile() {
 }
 
 std::shared_ptr<StepProfile> ProfileFile::add(const std::string& partition, std::vector<std::string> step_labels,
-                                              std::vector<std::string> step_ops) {
+                                              std::vector<std::string> step_ops, std::vector<std::string> step_kernels) {
   std::lock_guard<std::mutex> lock(mu_);
-  partitions_.push_back(std::make_unique<StepProfile>(partition, std::move(step_labels), std::move(step_ops), warmup_));
+  partitions_.push_back(std::make_unique<StepProfile>(partition, std::move(step_labels), std::move(step_ops),
+                                                      std::move(step_kernels), warmup_));
   // Aliasing: the Plan points at its StepProfile and keeps the whole file alive.
   return std::shared_ptr<StepProfile>(shared_from_this(), partitions_.back().get());
 }

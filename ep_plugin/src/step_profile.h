@@ -18,7 +18,9 @@ namespace optim {
 // One partition (Plan): its step labels and what its runs took.
 class StepProfile {
  public:
-  StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops, size_t warmup);
+  // kernels: per step, the kernel it runs (Plan::step_kernels; "" for none named).
+  StepProfile(std::string partition, std::vector<std::string> labels, std::vector<std::string> ops,
+              std::vector<std::string> kernels, size_t warmup);
 
   // One run that completed: nanoseconds and first-input shape (null when omitted) per step. Thread-safe
   // (a mutex around the accumulation only); the partition's first `warmup` runs are not counted.
@@ -27,7 +29,7 @@ class StepProfile {
 
  private:
   std::string partition_;
-  std::vector<std::string> labels_, ops_;
+  std::vector<std::string> labels_, ops_, kernels_;
   size_t warmup_;
   mutable std::mutex mu_;
   uint64_t seen_ = 0;  // runs recorded, warm-up included
@@ -76,7 +78,7 @@ class ProfileFile : public std::enable_shared_from_this<ProfileFile> {
   ~ProfileFile();
 
   std::shared_ptr<StepProfile> add(const std::string& partition, std::vector<std::string> step_labels,
-                                   std::vector<std::string> step_ops);
+                                   std::vector<std::string> step_ops, std::vector<std::string> step_kernels);
   void write() const;  // throws Error
 
  private:

@@ -42,6 +42,7 @@ class ProfileRow:
     mean_ms: float  # per run of the model
     share: float = 0.0  # of all rows' time
     partition: str = ""  # the fused node an OptimEP row belongs to
+    kernel: str = ""  # OptimEP steps: the kernel(s) the step chose at compile time (kernel_list.inc names), if it chose
 
 
 @dataclass
@@ -175,7 +176,7 @@ def _merge(steps: dict, nodes: dict[str, _NodeTimes], runs: int) -> tuple[list[P
             ms = s["total_ns"] / 1e6 / runs
             step_ms += ms
             rows.append(ProfileRow(EP_NAME, s["op"], s["label"], [s["input_shape"]] if s["input_shape"] is not None else [],
-                                   ms, partition=name))
+                                   ms, partition=name, kernel=s.get("kernel") or ""))
         fused = nodes.pop(name, None)
         if fused is not None and fused.total_us / 1e3 / runs > step_ms:
             rows.append(ProfileRow(EP_NAME, PARTITION_OP, f"{name} outside its steps", fused.input_shapes,

@@ -24,8 +24,11 @@ def print_profile(p: Profile, echo: Callable[[str], None], top: int = 0) -> None
              "means of short steps to mean much; close other work or use more --runs")
     shown = p.rows if top <= 0 else p.rows[:top]
     digits = 3 if p.total_ms >= 1 else 4  # sub-millisecond models: tenths of a microsecond
-    table = [[f"{r.mean_ms:.{digits}f}", f"{r.share:.1%}", r.where, r.op, _shapes(r.input_shapes), r.nodes] for r in shown]
-    headers = ["ms/run", "share", "where", "op", "input shapes", "node(s)"]
+    # The kernel column only where some step named the kernel it chose (the integer GEMMs and convolutions).
+    kernels = any(r.kernel for r in shown)
+    table = [[f"{r.mean_ms:.{digits}f}", f"{r.share:.1%}", r.where, r.op, _shapes(r.input_shapes),
+              *([r.kernel or "-"] if kernels else []), r.nodes] for r in shown]
+    headers = ["ms/run", "share", "where", "op", "input shapes", *(["kernel"] if kernels else []), "node(s)"]
     widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h) for i, h in enumerate(headers)]
     echo("  " + "  ".join(h.rjust(w) if i < 2 else h.ljust(w) for i, (h, w) in enumerate(zip(headers, widths))).rstrip())
     for row in table:

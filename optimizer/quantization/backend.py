@@ -14,6 +14,9 @@ from ..errors import OptimizeError
 
 METHODS = ("minmax", "percentile", "entropy")
 ACTIVATION_TYPES = ("uint8", "int8")
+# Weight precisions: 8 (int8, [-127, 127] symmetric), or 7 ([-64, 64]: onnxruntime's reduce_range), which lets
+# OptimEP run exact u8 x s8 kernels on CPUs without VNNI (AVX2: two products summed in int16 never saturate).
+WEIGHT_BITS = (8, 7)
 
 
 @contextlib.contextmanager
@@ -42,9 +45,10 @@ class StaticQuantizer:
     the tensor ranges in a cache file under `workdir`; later builds (other nodes in float) reuse them."""
 
     def __init__(self, src: Path, workdir: Path, batches: list[dict], *, method: str, activation_type: str,
-                 per_channel: bool, op_types: list[str] | None, progress=None):
+                 per_channel: bool, op_types: list[str] | None, weight_bits: int = 8, progress=None):
         self.src, self.workdir, self.batches = src, workdir, batches
         self.method, self.activation_type, self.per_channel, self.op_types = method, activation_type, per_channel, op_types
+        self.weight_bits = weight_bits
         self.say = progress or (lambda _line: None)
         self.cache = workdir / "calibration_ranges.json"
 
@@ -73,6 +77,7 @@ class StaticQuantizer:
                 quantize_static(
                     str(self.src), str(dst), None if calibrated else Reader(), quant_format=QuantFormat.QDQ,
                     op_types_to_quantize=self.op_types, per_channel=self.per_channel, weight_type=QuantType.QInt8,
+                    reduce_range=self.weight_bits == 7,
                     activation_type=QuantType.QUInt8 if self.activation_type == "uint8" else QuantType.QInt8,
                     calibrate_method={"minmax": CalibrationMethod.MinMax, "percentile": CalibrationMethod.Percentile,
                                       "entropy": CalibrationMethod.Entropy}[method],
@@ -83,11 +88,12 @@ class StaticQuantizer:
         return dst
 
 
-def quantize_dynamic_model(src: Path, dst: Path, *, per_channel: bool, excluded: list[str], op_types: list[str] | None) -> Path:
+def quantize_dynamic_model(src: Path, dst: Path, *, per_channel: bool, excluded: list[str], op_types: list[str] | None,
+                           weight_bits: int = 8) -> Path:
     """Weights-only int8 quantization (activations quantized at run time)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with quiet_onnxruntime_quantization():
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=per_channel,
-                         nodes_to_exclude=excluded, op_types_to_quantize=op_types)
+                         reduce_range=weight_bits == 7, nodes_to_exclude=excluded, op_types_to_quantize=op_types)
     return dst

@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 
 from helpers import ISAS
+from optim.ep_plugin import ISAS as ALL_ISAS
 from optim.ep_plugin.tools.doctor import diagnose, isa_supported
-
-ALL_ISAS = ["scalar", "avx2", "avx512vnni", "amx"]
 
 
 def kernel_rows() -> list[dict]:

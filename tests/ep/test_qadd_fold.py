@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu, run_folded_and_apart
+from helpers import IR_VERSION, ISAS, run_cpu, run_folded_and_apart, step_kernels
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -18,18 +18,19 @@ INT8_STEP_TOLERANCE = 1  # the CPU EP's QLinearConv / MatMul requantize in their
 
 
 def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "u8", out_type: str = "u8",
-           cout: int = 32, keep_unit_output: bool = False, batch: int = 2, seed: int = 0):
+           cout: int = 32, keep_unit_output: bool = False, batch: int = 2, seed: int = 0, w_top: int = 127):
     """x (u8) -> DQ -> unit (Conv, or MatMul over [batch, 9, 32]) -> Q -> DQ -> Add(DQ(other)) [-> Relu] -> Q -> y.
     Conv: other is a residual of the output's shape, from a 1x1 QDQ convolution of x (a ResNet's downsampling
     branch: channels last like the unit); MatMul: a quantized bias row (a constant). out_type: the unit's
-    quantized output and y (the fold needs them alike)."""
+    quantized output and y (the fold needs them alike). w_top: the unit's weights lie in [-w_top, w_top] (64: 7-bit
+    weights, which AVX2 runs on its u8 x s8 pair kernels)."""
     rng = np.random.default_rng(seed)
     o_np = np.uint8 if other_type == "u8" else np.int8
     y_np, y_proto = (np.uint8, TensorProto.UINT8) if out_type == "u8" else (np.int8, TensorProto.INT8)
     if unit == "conv":
         cin, hw = 32, 9
         x_shape, y_shape = [batch, cin, hw, hw], [batch, cout, hw, hw]
-        w = rng.integers(-127, 128, (cout, cin // group, 3, 3)).astype(np.int8)
+        w = rng.integers(-w_top, w_top + 1, (cout, cin // group, 3, 3)).astype(np.int8)
         w_scale = rng.uniform(0.002, 0.01, cout).astype(np.float32)
         inits = {"w": w, "ws": w_scale, "wz": np.zeros(cout, np.int8), "b": rng.standard_normal(cout).astype(np.float32),
                  "w1": rng.integers(-127, 128, (cout, cin, 1, 1)).astype(np.int8), "w1s": np.float32(0.003)}
@@ -40,7 +41,7 @@ def _model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "
     else:
         k, n = 32, 24
         x_shape, y_shape = [batch, 9, k], [batch, 9, n]
-        inits = {"w": rng.integers(-127, 128, (k, n)).astype(np.int8), "ws": np.float32(0.004), "wz": np.int8(0),
+        inits = {"w": rng.integers(-w_top, w_top + 1, (k, n)).astype(np.int8), "ws": np.float32(0.004), "wz": np.int8(0),
                  "other": rng.integers(np.iinfo(o_np).min, np.iinfo(o_np).max + 1, n).astype(o_np)}
         op = [N("DequantizeLinear", ["w", "ws", "wz"], ["wf"]), N("MatMul", ["xf", "wf"], ["u"], name="unit")]
     inits.update({"xs": np.float32(0.02), "xz": np.uint8(120), "us": np.float32(0.05), "uz": np.array(128 if out_type == "u8" else 3, y_np),
@@ -75,8 +76,12 @@ CASES = {
     "conv residual, 56 channels": dict(unit="conv", cout=56),
     "conv residual, 48 channels, Relu after the Add": dict(unit="conv", cout=48, relu=True),
     "grouped conv residual": dict(unit="conv", group=2),  # 16 channels per group: channels last
+    # 7-bit weights: AVX2's u8 x s8 kernels too; 40 = 16 + 16 + a part-filled panel
+    "conv residual, 7-bit weights, 40 channels": dict(unit="conv", cout=40, w_top=64),
+    "conv residual, 7-bit weights, int8 output and operand": dict(unit="conv", out_type="s8", other_type="s8", w_top=64),
     "depthwise conv residual": dict(unit="conv", group=32),
     "MatMul bias row": dict(unit="matmul"),
+    "MatMul bias row, 7-bit weights": dict(unit="matmul", w_top=64),
     "MatMul bias row, Relu after the Add": dict(unit="matmul", relu=True),
 }
 
@@ -112,3 +117,11 @@ def test_an_operand_that_broadcasts_keeps_the_add_apart():
     assert "qadd_fold: QAdd 'add': its other operand [9,24] has another rank than [2,9,24]" in p.rewrite_refusals, p.rewrite_refusals
     got = sess.run(None, feeds)[0]
     assert np.abs(got.astype(np.int32) - run_cpu(m.SerializeToString(), feeds)[0].astype(np.int32)).max() <= INT8_STEP_TOLERANCE + 1
+
+
+def test_seven_bit_weights_fold_the_add_into_avx2s_u8s8_kernel():
+    """The 7-bit cases above run on AVX2's u8 x s8 pair kernels (8-bit ones on the int16 pairs)."""
+    model, _ = _model(**CASES["conv residual, 7-bit weights, 40 channels"])
+    assert "conv_gemm_u8s8_avx2_5x16" in step_kernels(model, "avx2")
+    model, _ = _model(**CASES["conv residual"])
+    assert "conv_gemm_u8s8_avx2_5x16" not in step_kernels(model, "avx2")

@@ -9,80 +9,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from conv_cases import conv_cases, depthwise_cases, row_window_case
-from helpers import IR_VERSION, ISAS, requantize, run_cpu
+from helpers import ISAS, run_cpu
+from qdq_models import qconv_unit_model, qconv_unit_replica
 from optim.ep_plugin import placement, session
 
 INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
 N = helper.make_node
 
 
-def _model(c):
-    rng = np.random.default_rng(c["seed"])
-    x_np = np.uint8 if c["x_type"] == "u8" else np.int8
-    cin, cout = c["cin_g"] * c["groups"], c["cout_g"] * c["groups"]
-    x_zp = np.array(rng.integers(100, 156) if c["x_type"] == "u8" else rng.integers(-20, 20), dtype=x_np)
-    w = rng.integers(-127, 128, size=(cout, c["cin_g"], *c["kernel"])).astype(np.int8)
-    w_scale = rng.uniform(0.002, 0.01, size=cout).astype(np.float32)
-    k = c["cin_g"] * int(np.prod(c["kernel"]))
-    y_scale = np.float32(0.02 * 0.006 * np.sqrt(k) * 60)
-    inits = {"x_scale": np.float32(0.02), "x_zp": x_zp, "w": w, "w_scale": w_scale,
-             "w_zp": np.full(cout, c["w_zero"], np.int8), "b": rng.integers(-3000, 3000, size=cout).astype(np.int32),
-             "b_scale": (np.float32(0.02) * w_scale).astype(np.float32), "y_scale": y_scale,
-             "y_zp": np.array(128, np.uint8) if c["y_type"] == "u8" else np.array(-7, np.int8)}
-    nodes = [N("DequantizeLinear", ["x", "x_scale", "x_zp"], ["xf"]),
-             N("DequantizeLinear", ["w", "w_scale", "w_zp"], ["wf"], axis=0),
-             N("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=0),
-             N("Conv", ["xf", "wf", "bf"], ["cv"], strides=c["strides"], dilations=c["dilations"], pads=c["pads"],
-               group=c["groups"], kernel_shape=c["kernel"])]
-    last = "cv"
-    if c["relu"]:
-        nodes.append(N("Relu", ["cv"], ["r"]))
-        last = "r"
-    nodes.append(N("QuantizeLinear", [last, "y_scale", "y_zp"], ["y"]))
-    shape = [c["n"], cin, *c["size"]]
-    graph = helper.make_graph(nodes, "qconv", [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_np is np.uint8 else TensorProto.INT8, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8 if c["y_type"] == "u8" else TensorProto.INT8, None)],
-                              [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
-    info = np.iinfo(x_np)
-    return model, rng.integers(info.min, info.max + 1, size=shape).astype(x_np), inits
-
-
-def _replica(x, c, p):
-    """Exact int64 convolution of (x - zx) and (w - zw) with zero padding, then the epilogue in float32."""
-    sp = c["spatial"]
-    if sp == 1:  # as 2-D with height 1
-        c = dict(c, spatial=2, kernel=[1, *c["kernel"]], strides=[1, *c["strides"]], dilations=[1, *c["dilations"]],
-                 pads=[0, c["pads"][0], 0, c["pads"][1]])
-        x, p = x[:, :, None, :], dict(p, w=p["w"][:, :, None, :])
-    (kh, kw), (sh, sw), (dh, dw) = c["kernel"], c["strides"], c["dilations"]
-    wq = p["w"].astype(np.int64) - np.int64(c["w_zero"])
-    xs = np.pad(x.astype(np.int64) - np.int64(p["x_zp"]),
-                ((0, 0), (0, 0), (c["pads"][0], c["pads"][2]), (c["pads"][1], c["pads"][3])))
-    n, _, hp, wp = xs.shape
-    oh, ow = (hp - (kh - 1) * dh - 1) // sh + 1, (wp - (kw - 1) * dw - 1) // sw + 1
-    cout, cin_g = wq.shape[:2]
-    g, cout_g = c["groups"], cout // c["groups"]
-    acc = np.zeros((n, cout, oh, ow), np.int64)
-    for gi in range(g):
-        xg = xs[:, gi * cin_g:(gi + 1) * cin_g]
-        for ky in range(kh):
-            for kx in range(kw):
-                patch = xg[:, :, ky * dh:ky * dh + sh * (oh - 1) + 1:sh, kx * dw:kx * dw + sw * (ow - 1) + 1:sw]
-                acc[:, gi * cout_g:(gi + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wq[gi * cout_g:(gi + 1) * cout_g, :, ky, kx])
-    bias = (p["b"].astype(np.float32) * p["b_scale"]).astype(np.float32)
-    info = np.iinfo(p["y_zp"].dtype)
-    y = requantize(acc, p["x_scale"], p["w_scale"], p["y_scale"], p["y_zp"], int(p["y_zp"]) if c["relu"] else info.min,
-                   info.max, bias, channel_axis=1).astype(p["y_zp"].dtype)
-    return y[:, :, 0, :] if sp == 1 else y
-
-
 def _check_integer_convolution(c):
-    model, x, p = _model(c)
-    want = _replica(x, c, p)
+    model, x, p = qconv_unit_model(c)
+    want = qconv_unit_replica(x, c, p)
     ref = run_cpu(model, {"x": x})[0]
     assert np.abs(want.astype(np.int32) - ref.astype(np.int32)).max() <= INT8_STEP_TOLERANCE
     for isa in ISAS:

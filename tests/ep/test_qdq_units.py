@@ -15,66 +15,11 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from helpers import IR_VERSION, ISAS, requantize, run_cpu, run_optim
+from qdq_models import qgemm_unit_model, qgemm_unit_replica
 from optim.ep_plugin import placement, session
 
 INT8_STEP_TOLERANCE = 1  # quantization steps between OptimEP and the float QDQ reference
 N = helper.make_node
-
-
-def _qdq_model(m, k, n, *, x_type, y_type, gemm, trans_b, bias, relu, per_channel, seed, lead=()):
-    rng = np.random.default_rng(seed)
-    x_np = np.uint8 if x_type == "u8" else np.int8
-    y_np = np.uint8 if y_type == "u8" else np.int8
-    x_zp = np.array(rng.integers(100, 156) if x_type == "u8" else rng.integers(-20, 20), dtype=x_np)
-    x_scale = np.float32(rng.uniform(0.01, 0.05))
-    w = rng.integers(-127, 128, size=(n, k) if trans_b else (k, n)).astype(np.int8)
-    w_scale = (rng.uniform(0.002, 0.01, size=n) if per_channel else rng.uniform(0.002, 0.01, size=())).astype(np.float32)
-    y_zp = np.array(rng.integers(90, 160) if y_type == "u8" else rng.integers(-10, 10), dtype=y_np)
-    y_scale = np.float32(rng.uniform(0.5, 2.0) * np.sqrt(k) * 0.02 * 0.006 * 60)
-    b_q = rng.integers(-5000, 5000, size=n).astype(np.int32)
-    b_scale = (x_scale * w_scale).astype(np.float32) if per_channel else np.float32(x_scale * w_scale)
-    inits = {"x_scale": x_scale, "x_zp": x_zp, "w": w, "w_scale": w_scale, "y_scale": y_scale, "y_zp": y_zp}
-    nodes = [N("DequantizeLinear", ["x", "x_scale", "x_zp"], ["xf"]),
-             N("DequantizeLinear", ["w", "w_scale"], ["wf"], axis=(0 if trans_b else 1))]
-    if bias:
-        inits.update({"b": b_q, "b_scale": b_scale})
-        nodes.append(N("DequantizeLinear", ["b", "b_scale"], ["bf"], axis=0))
-    if gemm:
-        nodes.append(N("Gemm", ["xf", "wf"] + (["bf"] if bias else []), ["mm"], transB=int(trans_b), name="the_gemm"))
-    else:
-        nodes.append(N("MatMul", ["xf", "wf"], ["mm0"], name="the_matmul"))
-        nodes.append(N("Add", ["mm0", "bf"], ["mm"]) if bias else N("Identity", ["mm0"], ["mm"]))
-    last = "mm"
-    if relu:
-        nodes.append(N("Relu", ["mm"], ["r"]))
-        last = "r"
-    nodes.append(N("QuantizeLinear", [last, "y_scale", "y_zp"], ["y"]))
-    x_shape = [*lead, m, k]
-    graph = helper.make_graph(
-        nodes, "qdq",
-        [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8, x_shape)],
-        [helper.make_tensor_value_info("y", TensorProto.UINT8 if y_type == "u8" else TensorProto.INT8, [*lead, m, n])],
-        [numpy_helper.from_array(np.asarray(v), name) for name, v in inits.items()],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
-    info = np.iinfo(x_np)
-    x = rng.integers(info.min, info.max + 1, size=x_shape).astype(x_np)
-    params = dict(inits, b_q=b_q if bias else None, b_scale=b_scale, trans_b=trans_b, relu=relu, y_np=y_np)
-    return model, x, params
-
-
-def _integer_unit_replica(x, p):
-    """OptimEP's integer unit, in numpy: exact sums, then the epilogue in float32 like the kernels."""
-    w = p["w"].astype(np.int64)
-    w = w.T if p["trans_b"] else w
-    acc = (x.astype(np.int64) - np.int64(p["x_zp"])) @ w
-    assert np.abs(acc).max() < 2**31
-    bias = None
-    if p["b_q"] is not None:
-        bias = (p["b_q"].astype(np.float32) * np.asarray(p["b_scale"], np.float32)).astype(np.float32)
-    info = np.iinfo(p["y_np"])
-    lo = max(info.min, int(p["y_zp"])) if p["relu"] else info.min
-    return requantize(acc, p["x_scale"], p["w_scale"], p["y_scale"], p["y_zp"], lo, info.max, bias).astype(p["y_np"])
 
 
 CASES = {
@@ -83,16 +28,17 @@ CASES = {
     "gemm_u8_transB_bias": dict(m=9, k=100, n=40, x_type="u8", y_type="u8", gemm=True, trans_b=True, bias=True, relu=False, per_channel=True),
     "gemm_s8_relu_odd_k": dict(m=1, k=257, n=10, x_type="s8", y_type="u8", gemm=True, trans_b=False, bias=True, relu=True, per_channel=True),
     "matmul_large_threads": dict(m=130, k=512, n=96, x_type="u8", y_type="u8", gemm=False, trans_b=False, bias=True, relu=False, per_channel=True),
+    "matmul_7bit_large_threads": dict(m=130, k=512, n=96, x_type="s8", y_type="u8", gemm=False, trans_b=False, bias=True, relu=True, per_channel=True, w_bits=7),
 }
 
 
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("cid", sorted(CASES))
 def test_qdq_unit_equals_the_integer_replica_and_stays_within_a_step_of_the_float_reference(cid, isa):
-    model, x, p = _qdq_model(**CASES[cid], seed=len(cid))
+    model, x, p = qgemm_unit_model(**CASES[cid], seed=len(cid))
     got = run_optim(model, {"x": x}, isa=isa)[0]
     assert got.dtype == p["y_np"]
-    np.testing.assert_array_equal(got, _integer_unit_replica(x, p), err_msg=f"{cid}: not the integer unit's result")
+    np.testing.assert_array_equal(got, qgemm_unit_replica(x, p), err_msg=f"{cid}: not the integer unit's result")
     ref = run_cpu(model, {"x": x})[0]
     steps = np.abs(got.astype(np.int32) - ref.astype(np.int32))
     assert steps.max() <= INT8_STEP_TOLERANCE, f"{cid}: {int(steps.max())} steps from the float QDQ reference"
@@ -101,7 +47,7 @@ def test_qdq_unit_equals_the_integer_replica_and_stays_within_a_step_of_the_floa
 
 @pytest.mark.parametrize("cid", sorted(CASES))
 def test_the_whole_unit_is_claimed_and_compiled_into_one_integer_gemm(cid):
-    model, x, _ = _qdq_model(**CASES[cid], seed=3)
+    model, x, _ = qgemm_unit_model(**CASES[cid], seed=3)
     p = placement(session(model))
     assert p.optim_nodes == p.total_nodes, p.summary()
     steps = [s for ss in p.compiled.values() for s in ss]
@@ -114,7 +60,7 @@ def test_the_whole_unit_is_claimed_and_compiled_into_one_integer_gemm(cid):
 
 def test_a_unit_whose_middle_value_is_a_graph_output_stays_float_and_correct():
     """The float product is also a model output: it must be produced, so the unit is not fused."""
-    model, x, p = _qdq_model(**CASES["matmul_u8_perchannel_bias_relu"], seed=5)
+    model, x, p = qgemm_unit_model(**CASES["matmul_u8_perchannel_bias_relu"], seed=5)
     import onnx
 
     m = onnx.load_from_string(model)
@@ -349,13 +295,13 @@ def test_every_byte_pair_of_a_quantized_add_or_mul_equals_onnx_on_every_isa(log_
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(m=st.integers(1, 80), k=st.integers(1, 300), n=st.integers(1, 80), x_type=st.sampled_from(["u8", "s8"]),
-       y_type=st.sampled_from(["u8", "s8"]), trans_b=st.booleans(), relu=st.booleans())
-def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_type, y_type, trans_b, relu):
-    """Tile edges of every kernel: rows around 4/8/32, columns around 16/32 (odd panel counts), K around
-    the pair/quad/64-byte AMX steps."""
-    model, x, p = _qdq_model(m, k, n, x_type=x_type, y_type=y_type, gemm=True, trans_b=trans_b, bias=True, relu=relu,
-                             per_channel=True, seed=m * 1000 + k * 10 + n)
-    want = _integer_unit_replica(x, p)
+       y_type=st.sampled_from(["u8", "s8"]), trans_b=st.booleans(), relu=st.booleans(), w_bits=st.sampled_from([8, 7]))
+def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_type, y_type, trans_b, relu, w_bits):
+    """Tile edges of every kernel: rows around 4/6/8/32, columns around 16/32 (odd panel counts), K around
+    the pair/quad/64-byte AMX steps; 7-bit weights run on AVX2's u8 x s8 pair kernel."""
+    model, x, p = qgemm_unit_model(m, k, n, x_type=x_type, y_type=y_type, gemm=True, trans_b=trans_b, bias=True, relu=relu,
+                                   per_channel=True, seed=m * 1000 + k * 10 + n, w_bits=w_bits)
+    want = qgemm_unit_replica(x, p)
     for isa in ISAS:
         np.testing.assert_array_equal(run_optim(model, {"x": x}, isa=isa)[0], want, err_msg=f"{isa} m={m} k={k} n={n}")
 

@@ -108,6 +108,9 @@ class Op {
   // Called once at compile time with the kernel table the plan will run with (e.g. to pack weights
   // in the layout of the kernel that will read them).
   virtual void prepare(const kernels::KernelTable& kernels) { (void)kernels; }
+  // After prepare: the kernel(s) doing this step's arithmetic where prepare chose among several forms (an integer
+  // convolution's u8 x s8 or int16-pair GEMM...), as kernel_list.inc names them, for the step profile; else "".
+  virtual std::string kernel_name() const { return {}; }
 };
 
 struct OpDef {

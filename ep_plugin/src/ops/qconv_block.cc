@@ -39,6 +39,13 @@ class QConvBlock : public Op {
     if (ex_ && ex_->has_qadd()) throw Error(label_ + ": its expansion has a QAdd folded in");
   }
 
+  std::string kernel_name() const override {  // in the order they run: expansion, depthwise, projection
+    std::string names;
+    for (const NhwcQConv* u : {ex_.get(), dw_.get(), last_.get()})
+      if (u) names += (names.empty() ? "" : " + ") + u->kernel_name();
+    return names;
+  }
+
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape mid = depthwise_input(*in[0]);
     const Shape d = depthwise().infer({&mid})[0];

@@ -40,22 +40,34 @@ void NhwcQConv::prepare(const kernels::KernelTable& kt) {
   const int64_t taps = cg_.k_dim() / cg_.cin_g, cout_g = cg_.cout / cg_.group;
   depthwise_ = !nchw_input_ && cg_.cin_g == 1 && cg_.cout == cg_.group && depthwise_exact();
   if (depthwise_) {
+    kernel_ = kt.dwconv_q8.name;
     dw_.resize(static_cast<size_t>(taps * cg_.cout));
     for (int64_t c = 0; c < cg_.cout; ++c)
       for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = wide_[static_cast<size_t>(c * taps + t)];
     return;
   }
+  auto weight = [&](int64_t i) { return wide_[static_cast<size_t>(i)]; };
+  // The u8 x s8 kernel when the table has it and the weights fit int8 (and, for a kernel that sums pairs in
+  // int16, every group's B passes u8s8_pairs_exact); else int16 pairs.
   const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
-  u8s8_ = kt.conv_gemm_u8s8 && fits_s8;
+  std::vector<std::vector<int8_t>> quad_b;  // per group: B over channels padded to quads
+  if (kt.conv_gemm_u8s8 && fits_s8) {
+    for (int64_t gi = 0; gi < cg_.group; ++gi) quad_b.push_back(conv_weights_as_b<int8_t>(cg_, gi, (cg_.cin_g + 3) / 4 * 4, weight));
+    const int64_t k = taps * ((cg_.cin_g + 3) / 4 * 4);
+    if (kt.conv_gemm_u8s8.traits.int16_pairs &&
+        !std::all_of(quad_b.begin(), quad_b.end(), [&](const auto& b) { return kernels::u8s8_pairs_exact(b.data(), cout_g, k, cout_g); }))
+      quad_b.clear();
+  }
+  u8s8_ = !quad_b.empty();
+  kernel_ = u8s8_ ? kt.conv_gemm_u8s8.name : kt.conv_gemm_s16.name;
   kt_ = u8s8_ ? (cg_.cin_g + 3) / 4 * 4 : (cg_.cin_g + 1) / 2 * 2;
   const int64_t k = taps * kt_;
-  auto weight = [&](int64_t i) { return wide_[static_cast<size_t>(i)]; };
   packed_.assign(static_cast<size_t>(cg_.group), {});
   comp_.assign(static_cast<size_t>(cg_.cout), 0);
   for (int64_t gi = 0; gi < cg_.group; ++gi) {
     std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
     if (u8s8_) {
-      const std::vector<int8_t> b = conv_weights_as_b<int8_t>(cg_, gi, kt_, weight);
+      const std::vector<int8_t>& b = quad_b[static_cast<size_t>(gi)];
       dst.resize(kernels::qgemm_u8s8_packed_b_bytes(k / 4, cout_g));
       kernels::qgemm_u8s8_pack_b(b.data(), cout_g, k, cout_g, k / 4, reinterpret_cast<int8_t*>(dst.data()));
       // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).

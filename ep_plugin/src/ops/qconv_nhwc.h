@@ -1,6 +1,7 @@
 // NhwcQConv: the integer QDQ convolution unit (qconv.cc's QConv) on channels-last tensors (conv_nhwc.h),
 // built by the layout rewrite. Three forms, each exact in its sums and requantized per output channel:
-// - u8 x s8 quads (conv_gemm_u8s8, AVX-512 VNNI) when the table has them and the weights fit int8: the
+// - u8 x s8 quads (conv_gemm_u8s8: AVX-512 VNNI, AVX-VNNI, or AVX2 for weights that pass u8s8_pairs_exact)
+//   when the table has them and the weights fit int8: the
 //   input is read where it lies (uint8, no padding read, channels a multiple of 4) or copied as uint8
 //   (int8 inputs flipped by +128) with the zero point as padding; the zero point is compensated per column;
 // - int16 pairs (conv_gemm_s16) otherwise: the input copied as int16 minus its zero point, padding 0;
@@ -33,6 +34,7 @@ class NhwcQConv : public Op {
   DType input_type() const { return x_dtype_; }
   int32_t input_zero() const { return x_zero_; }
   bool runs_depthwise() const { return depthwise_; }
+  std::string kernel_name() const override { return kernel_ ? kernel_ : ""; }
   bool has_qadd() const { return static_cast<bool>(after_); }
   // The folded QAdd's other operand's row stride (QAddAfter::other_stride).
   int64_t qadd_other_stride(const Shape& other, const Shape& y) const { return after_.other_stride(other, y); }
@@ -108,6 +110,7 @@ class NhwcQConv : public Op {
   int32_t x_zero_ = 0;
   std::vector<int16_t> wide_;  // [Cout, Cin/g, taps] minus the weight zero points
   bool depthwise_ = false, u8s8_ = false;
+  const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
   int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
   std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
   std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel

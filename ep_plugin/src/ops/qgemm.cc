@@ -42,11 +42,17 @@ class QGemmImpl : public Op {
     lut_ = LutAfter(n, ep_.out == kernels::QuantOut::kInt8);
   }
 
-  // The u8 x s8 (VNNI) kernel when the table has it and the weights fit int8; else int16 pairs.
+  // The u8 x s8 kernel when the table has it and the weights fit int8 (and, for a kernel that sums pairs in
+  // int16, pass u8s8_pairs_exact); else int16 pairs.
   void prepare(const kernels::KernelTable& kt) override {
     const bool fits_s8 = std::all_of(wide_.begin(), wide_.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+    std::vector<int8_t> w8;
     if (kt.qgemm_u8s8 && fits_s8) {
-      std::vector<int8_t> w8(wide_.begin(), wide_.end());
+      w8.assign(wide_.begin(), wide_.end());
+      if (kt.qgemm_u8s8.traits.int16_pairs && !kernels::u8s8_pairs_exact(w8.data(), n_, k_, n_)) w8.clear();
+    }
+    kernel_ = w8.empty() ? kt.qgemm_s16.name : kt.qgemm_u8s8.name;
+    if (!w8.empty()) {
       const int64_t mult = kt.qgemm_u8s8.traits.k_multiple / 4;  // in quads
       kq_ = ((k_ + 3) / 4 + mult - 1) / mult * mult;
       row_pad_ = kt.qgemm_u8s8.traits.row_pad;
@@ -64,6 +70,8 @@ class QGemmImpl : public Op {
     wide_.clear();
     wide_.shrink_to_fit();
   }
+
+  std::string kernel_name() const override { return kernel_ ? kernel_ : ""; }
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape& x = *in[0];
@@ -157,6 +165,7 @@ class QGemmImpl : public Op {
   int32_t x_zero_ = 0;
   int64_t k_ = 0, n_ = 0, kp_ = 0, kq_ = 0;
   int64_t row_pad_ = 0;  // zero rows of A after the last, read by the u8 x s8 kernel (AMX tiles)
+  const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
   std::vector<int16_t> wide_;     // until prepare()
   std::vector<int16_t> packed_;   // int16-pair panels (scalar/AVX2 kernels)
   std::vector<int8_t> packed8_;   // or u8 x s8 quad panels (VNNI)
