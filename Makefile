@@ -77,6 +77,7 @@ bench: install
 	$(BIN)/python benchmarks/gemm.py
 	$(BIN)/python benchmarks/realsize.py --json benchmarks/realsize.json
 	$(BIN)/python benchmarks/conv.py
+	$(BIN)/python benchmarks/bf16.py
 	$(BIN)/python benchmarks/coverage.py
 
 # The coverage table: every suite and speech/OCR model exported, optimized, quantized and placed; rewrites

@@ -10,7 +10,7 @@ import sys
 import click
 
 from optim.common.errors import CheckFailed, UserError
-from optim.ep_plugin import EP_NAME, ISAS
+from optim.ep_plugin import EP_NAME, ISAS, PRECISIONS
 from optim.ep_plugin.tools.benchmark import VS_CHOICES
 from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
 from optim.optimizer.proof import DYNAMIC_DIMS
@@ -18,6 +18,10 @@ from optim.optimizer.proof import DYNAMIC_DIMS
 # Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avxvnni and avx512vnni add VNNI int8 GEMMs
 # and convolutions, amx the int8 GEMM on AMX tiles).
 ISA_CHOICES = ["auto", *ISAS]
+# --precision on run / bench / profile / serve (the EP option `precision`).
+_PRECISION_HELP = ("bf16: float MatMul / Gemm with constant weights run with inputs rounded to bfloat16 and float32 "
+                   "sums (about twice the FMA rate; needs AVX512-BF16). The error against fp32 is the cost: check it "
+                   "with `optim run --compare`.")
 # Rows `optim profile` (and `optim bench --profile`) print by default.
 PROFILE_TOP = 25
 
@@ -109,6 +113,7 @@ def doctor(isa: str, as_json: bool) -> None:
         click.echo(f"CPU              {r['cpu']} ({flags})")
         click.echo(f"kernel ISA       {r['isa'] or '-'}")
         click.echo(f"kernels          {', '.join(r['kernels']) or '-'}")
+        click.echo(f"precision bf16   {r['bf16'] or 'not available (needs AVX512-BF16 and isa avx512 or above)'}")
         click.echo(f"status           {'OK: ' + EP_NAME + ' loads and computes' if r['ok'] else 'FAILED'}")
     if not r["ok"]:
         raise click.ClickException(f"{EP_NAME} cannot be used: {r['error']}")
@@ -258,18 +263,19 @@ def _parse_shapes(values) -> dict:
 @click.option("--compare", is_flag=True, help="Also run ONNX Runtime's CPU EP and print the max abs/rel error.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's choice).")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 @_reports_errors(runtime_errors=True)
-def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, verbose):
+def run(model, inputs_file, shapes, save, compare, threads, isa, precision, seed, as_json, verbose):
     """Run MODEL on OptimEP: outputs, placement report (with refusal reasons) and wall time."""
     import numpy as np
     from optim.ep_plugin.tools.runner import run_model
 
     _check_onnx_file(model)
     result = run_model(model, inputs=inputs_file, shapes=_parse_shapes(shapes), compare_cpu=compare, threads=threads,
-                       seed=seed, isa=isa)
+                       seed=seed, isa=isa, precision=precision)
     if save:
         from optim.common.staging import staged_output
 
@@ -314,6 +320,7 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
                    "that fails to load or run the model is reported in one line; the others still run.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False), help="Write the full report as JSON to this file.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False), help="Draw the latency distribution (and sweep) to this PNG.")
@@ -322,8 +329,8 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, seed, as_json, 
                    "OptimEP step and per CPU EP node.")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 @_reports_errors(runtime_errors=True)
-def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, seed, json_file, plot_file,
-          with_profile, verbose):
+def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, threads, vs, concurrency, isa, precision, seed,
+          json_file, plot_file, with_profile, verbose):
     """Benchmark MODEL on OptimEP: latency percentiles, throughput, noise, memory, placement; with --vs,
     side by side with ONNX Runtime's CPU EP or OpenVINO (ratio above 1 means OptimEP is faster)."""
     from optim.ep_plugin.tools.bench_report import print_report
@@ -338,7 +345,7 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
         raise _UsageError(f"bad --batch {batch_text!r}: sizes must be >= 1")
     report = benchmark(model, shapes=_parse_shapes(shapes), batches=batches, warmup=warmup, runs=runs, duration=duration,
                        warmup_duration=warmup_seconds, threads=threads, vs=list(vs), concurrency=concurrency, seed=seed,
-                       isa=isa, progress=lambda line: click.echo(line, err=True))
+                       isa=isa, precision=precision, progress=lambda line: click.echo(line, err=True))
     print_report(report, click.echo)
     data = report.to_dict()
     if with_profile:
@@ -347,7 +354,7 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
 
         click.echo("")
         prof = profile(model, shapes=report.results[0].shapes, runs=runs, warmup=warmup, threads=threads, isa=isa,
-                       seed=seed)
+                       precision=precision, seed=seed)
         print_profile(prof, click.echo, top=PROFILE_TOP)
         data["profile"] = prof.to_dict()
     if json_file:
@@ -373,13 +380,14 @@ def bench(model, shapes, batch_text, warmup, warmup_seconds, runs, duration, thr
 @click.option("--runs", type=click.IntRange(min=1), default=50, show_default=True, help="Profiled runs.")
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--top", type=click.IntRange(min=0), default=PROFILE_TOP, show_default=True,
               help="Print the N most expensive rows (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every row).")
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 @_reports_errors(runtime_errors=True)
-def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, seed, top, as_json, verbose):
+def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, precision, seed, top, as_json, verbose):
     """Where the time of a run goes: each step inside OptimEP's fused nodes and each node left to ONNX
     Runtime's CPU EP, with its op type, input shapes, mean ms per run and share, then the share per op type.
 
@@ -391,7 +399,7 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, s
 
     _check_onnx_file(model)
     prof = profile(model, shapes=_parse_shapes(shapes), batch=batch, inputs=inputs_file, runs=runs, warmup=warmup,
-                   threads=threads, isa=isa, seed=seed)
+                   threads=threads, isa=isa, precision=precision, seed=seed)
     if as_json:
         click.echo(json.dumps(prof.to_dict(), indent=2))
     else:
@@ -490,6 +498,7 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of each model's session "
               "(default: ONNX Runtime's choice).")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
 @click.option("--max-batch", type=click.IntRange(min=1), default=8, show_default=True,
               help="Most rows (dim 0) one batch gathers; 1 turns dynamic batching off.")
 @click.option("--max-delay-ms", type=click.FloatRange(min=0), default=5.0, show_default=True,
@@ -502,7 +511,8 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
 @click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True, help="With --ray: replicas per model.")
 @click.option("-v", "--verbose", is_flag=True, help="Server log at info level; tracebacks on errors.")
 @_reports_errors()
-def serve(models, host, port, threads, isa, max_batch, max_delay_ms, max_queue, timeout_s, use_ray, replicas, verbose):
+def serve(models, host, port, threads, isa, precision, max_batch, max_delay_ms, max_queue, timeout_s, use_ray, replicas,
+          verbose):
     """Serve ONNX MODELS on OptimEP over HTTP with the KServe v2 inference protocol (Triton's clients speak it).
 
     MODELS are ONNX files (served under their file name's stem) or model-repository folders (NAME.onnx files, or
@@ -520,6 +530,8 @@ def serve(models, host, port, threads, isa, max_batch, max_delay_ms, max_queue, 
     options = dict(threads=threads, max_batch=max_batch, max_delay_ms=max_delay_ms)
     if isa != "auto":
         options["isa"] = isa
+    if precision != "fp32":
+        options["precision"] = precision
     if use_ray:
         optim.serve.require(("ray",), extra="ray")
         from optim.serve import ray as serve_ray

@@ -1,16 +1,17 @@
 """Single convolutions (Conv + bias + Relu) on OptimEP, for every ISA this machine runs, vs ONNX Runtime's CPU EP.
 
-    .venv/bin/python benchmarks/conv.py [--layers stem,dw5x5] [--budget 3] [--runs 50] [--min-runs 5]
-        [--threads 2] [--no-markdown]
+    .venv/bin/python benchmarks/conv.py [--layers stem,dw5x5] [--isas avx2,amx] [--weight-bits 8] [--budget 3]
+        [--runs 50] [--min-runs 5] [--threads 2] [--no-markdown]
 
 The shapes are the ones real-size CNNs spend their time in (ResNet, MobileNet, EfficientNet, ResNeXt),
 batch 1. Each layer is a float ONNX model (Conv with bias, then Relu; He-scaled random weights) and its
 int8 QDQ version made by optim's quantizer (`optim.optimizer.quantization.quantize`, calibrated on 4
-random inputs: uint8 activations, int8 per-channel weights, the Relu folded into the unit), which
-OptimEP runs as one integer QConv. Every ISA OptimEP can be forced to here (`isa` EP option: scalar,
-avx2, avx512vnni, amx) and the CPU EP alternate runs within `--budget` seconds per layer and
-precision. Throughput counts 2 x multiply-adds per run (benchmarks/flops.py), against this machine's
-measured fp32 or int8 peak (benchmarks/peak.py). Rewrites the conv-layers table in BENCHMARKS.md.
+random inputs: uint8 activations, int8 per-channel weights of --weight-bits bits, the Relu folded into the
+unit), which OptimEP runs as one integer QConv. Every ISA OptimEP can be forced to here (`isa` EP option:
+scalar, avx2, avxvnni, avx512, avx512vnni, amx; --isas picks some) and the CPU EP alternate runs within
+`--budget` seconds per layer and precision. Throughput counts 2 x multiply-adds per run (benchmarks/flops.py),
+against the measured peak that runtime's kernels can reach (benchmarks/peak.py). Rewrites the conv-layers table
+in BENCHMARKS.md (7-bit weights: a table of its own).
 """
 
 from __future__ import annotations
@@ -114,10 +115,10 @@ def runnable_isas() -> list[str]:
         os.close(saved)
 
 
-def int8_model(fp32: Path, out: Path) -> Path:
+def int8_model(fp32: Path, out: Path, weight_bits: int) -> Path:
     from optim.optimizer.quantization import quantize
 
-    quantize(fp32, out, calibration_random=CALIBRATION_BATCHES)
+    quantize(fp32, out, calibration_random=CALIBRATION_BATCHES, weight_bits=weight_bits)
     return out
 
 
@@ -145,15 +146,19 @@ def _cell(stats, flop: float, peak: float, unit: str) -> str:
     return f"{stats.median_ms:.3f} ms, {rate:.0f} {unit} ({rate / peak:.0%})"
 
 
-def table(rows: list[dict], isas: list[str], peak) -> list[str]:
+def table(rows: list[dict], isas: list[str], peak, weight_bits: int) -> list[str]:
+    """Each cell's share is of the peak its runtime can reach: the machine's for the CPU EP, its kernel set's
+    (peak.for_isa) for each OptimEP ISA."""
     best = isas[-1]
     lines = ["| layer | shape | precision | MFLOP | CPU EP | " + " | ".join(f"OptimEP {i}" for i in isas)
              + f" | ratio CPU EP / OptimEP {best} |", "|---|---|---|---:|---:|" + "---:|" * len(isas) + "---:|"]
     for r in rows:
-        layer, unit, top = r["layer"], ("GFLOP/s" if r["precision"] == "fp32" else "GOP/s"), \
-            (peak.fp32_gflops if r["precision"] == "fp32" else peak.int8_gops)
+        layer, fp32 = r["layer"], r["precision"] == "fp32"
+        unit = "GFLOP/s" if fp32 else "GOP/s"
         st = r["stats"]
-        cells = [_cell(st.get(k), r["flop"], top, unit) for k in ("cpu", *isas)]
+        tops = {k: (p.fp32_gflops if fp32 else p.int8_gops)
+                for k, p in [("cpu", peak), *[(i, peak.for_isa(i, weight_bits)) for i in isas]]}
+        cells = [_cell(st.get(k), r["flop"], tops[k], unit) for k in ("cpu", *isas)]
         ratio = f"{st['cpu'].median_ms / st[best].median_ms:.2f}" if best in st else "-"
         lines.append(f"| {layer.where} | {layer.describe()} | {r['precision']} | {r['flop'] / 1e6:.0f} | "
                      + " | ".join(cells) + f" | {ratio} |")
@@ -164,6 +169,9 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--layers", help=f"comma-separated subset of: {', '.join(la.key for la in LAYERS)} (default: all)")
     options.add_timing(ap, budget=3.0, budget_for="per layer and precision", runs=50, warmup=3)
+    ap.add_argument("--isas", help="comma-separated OptimEP kernel sets to time (default: every one this CPU runs)")
+    ap.add_argument("--weight-bits", type=int, default=8, choices=[8, 7],
+                    help="the int8 layers' weights (7: AVX2's u8 x s8 kernels run them; own table in BENCHMARKS.md)")
     ap.add_argument("--cache", default=str(HERE / ".cache"), help="folder for the compiled peak program")
     ap.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = ap.parse_args(argv)
@@ -176,6 +184,8 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     isas = runnable_isas()
+    if args.isas:
+        isas = [i for i in isas if i in args.isas.split(",")]
     peak = measure_peak(Path(args.cache), args.threads)
     print(f"{cpu_summary()}: OptimEP ISAs {', '.join(isas)}; {peak.describe()}", flush=True)
     rows, failures = [], []
@@ -188,7 +198,8 @@ def main(argv=None) -> int:
             for precision in ("fp32", "int8"):
                 label = f"{layer.key} {precision}"
                 try:
-                    path = fp32 if precision == "fp32" else int8_model(fp32, Path(tmp) / f"{layer.key}.int8.onnx")
+                    path = fp32 if precision == "fp32" else int8_model(fp32, Path(tmp) / f"{layer.key}.int8.onnx",
+                                                                       args.weight_bits)
                     timed = time_layer(path, isas, feeds, args, failures, label)
                 except Exception as e:  # noqa: BLE001 - reported, the other layers still run
                     failures.append(f"{label}: {type(e).__name__}: {str(e).strip()}")
@@ -206,14 +217,17 @@ def main(argv=None) -> int:
         command = f"make bench  # = .venv/bin/python benchmarks/conv.py {shown}".strip()
         lines = ["", f"Command: `{command}`  ",
                  f"Machine: {cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; batch 1, "
-                 f"{args.threads} intra-op threads (no spinning); OptimEP ISAs this machine runs: {', '.join(isas)}.  ",
-                 f"Peak ({peak.threads} threads): fp32 {peak.fp32_gflops:.0f} GFLOP/s ({peak.fp32_kernel}), int8 "
-                 f"{peak.int8_gops:.0f} GOP/s ({peak.int8_kernel}). Each cell: median, throughput (% of that precision's peak).  ",
+                 f"{args.threads} intra-op threads (no spinning); OptimEP ISAs: {', '.join(isas)}; int8 layers with "
+                 f"{args.weight_bits}-bit weights.  ",
+                 f"Peaks ({peak.threads} threads, measured): " + ", ".join(f"{k} {v:.0f}" for k, v in peak.measured.items())
+                 + " G(FL)OP/s. Each cell: median, throughput (% of the peak that runtime's kernels can reach: the "
+                 "machine's best for the CPU EP, the ISA's own for OptimEP's: peak.py for_isa).  ",
                  f"Timing: alternating runs within {args.budget:g} s per layer and precision, {args.min_runs} to "
-                 f"{args.runs} runs per runtime.", "", *table(rows, isas, peak), ""]
+                 f"{args.runs} runs per runtime.", "", *table(rows, isas, peak, args.weight_bits), ""]
         lines += ["Failures: " + ("none." if not failures else ""), *[f"- {f}" for f in failures]]
         md = HERE / "BENCHMARKS.md"
-        md.write_text(_replace_between(md.read_text(), MARKERS, lines))
+        markers = MARKERS if args.weight_bits == 8 else ("<!-- conv-layers-w7:begin -->", "<!-- conv-layers-w7:end -->")
+        md.write_text(_replace_between(md.read_text(), markers, lines, "Convolution layers, int8 with 7-bit weights"))
     return 0
 
 

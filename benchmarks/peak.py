@@ -28,7 +28,8 @@ INT8_KERNELS = {"u8s8_avx512vnni": ("avx512f", "avx512_vnni"), "u8s8_avxvnni": (
                 "u8s8_avx2": ("avx2",), "s16_avx2": ("avx2",)}
 # OptimEP's kernel set -> the peak kernels it may use (fp32, int8 with 7-bit weights, int8 with 8-bit weights).
 _ISA_KERNELS = {"avx2": (("f32_avx2",), ("u8s8_avx2",), ("s16_avx2",)),
-                "avxvnni": (("f32_avx2",), ("u8s8_avxvnni",), ("u8s8_avxvnni",))}
+                "avxvnni": (("f32_avx2",), ("u8s8_avxvnni",), ("u8s8_avxvnni",)),
+                "avx512": (("f32_avx512", "f32_avx2"), ("u8s8_avx2",), ("s16_avx2",))}
 
 
 class PeakError(RuntimeError):

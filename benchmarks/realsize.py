@@ -98,15 +98,6 @@ def markers(args) -> tuple[str, str]:
     return f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
 
 
-def _with_markers(text: str, args) -> str:
-    """`text` with the run's markers, appended as a new section the first time a kernel set is recorded."""
-    begin, end = markers(args)
-    if begin in text:
-        return text
-    return text.rstrip("\n") + (f"\n\n## Real-size models with OptimEP's kernels forced to {args.isa}, "
-                                f"{args.weight_bits}-bit int8 weights\n\n{begin}\n{end}\n")
-
-
 def machine(args, peak) -> dict:
     return {"cpu": cpu_summary(), "cores": core_count(), "onnxruntime": ort.__version__,
             "python": platform.python_version(), "threads": args.threads, "isa": args.isa,
@@ -147,7 +138,8 @@ def main(argv=None) -> int:
     if not args.no_markdown:
         md = HERE / "BENCHMARKS.md"
         lines = realsize_report.markdown(results, rows, header(args, mach, peak, command))
-        md.write_text(_replace_between(_with_markers(md.read_text(), args), markers(args), lines))
+        heading = f"Real-size models with OptimEP's kernels forced to {args.isa}, {args.weight_bits}-bit int8 weights"
+        md.write_text(_replace_between(md.read_text(), markers(args), lines, heading))
     return 0
 
 

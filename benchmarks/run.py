@@ -194,7 +194,11 @@ def _header(machine, command) -> list[str]:
             f"{machine['threads']} intra-op threads (no spinning), {machine['runs']} alternating runs per side (after warm-up).", ""]
 
 
-def _replace_between(text: str, markers: tuple[str, str], lines: list[str]) -> str:
+def _replace_between(text: str, markers: tuple[str, str], lines: list[str], heading: str | None = None) -> str:
+    """`text` with `lines` between the markers; with `heading`, markers not there yet come first as a new section
+    at the end (a benchmark's first run with other settings)."""
+    if heading is not None and markers[0] not in text:
+        text = text.rstrip("\n") + f"\n\n## {heading}\n\n{markers[0]}\n{markers[1]}\n"
     start, end = text.index(markers[0]), text.index(markers[1]) + len(markers[1])
     return text[:start] + "\n".join([markers[0], *lines, "", markers[1]]) + text[end:]
 

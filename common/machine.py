@@ -14,7 +14,7 @@ import platform
 # The /proc/cpuinfo flags that matter to OptimEP's kernels (and to the benchmarks' peak loops), in the
 # order reports list them: AVX2 + FMA (the float and int16-pair kernels), AVX-512 (float kernels),
 # AVX-512 VNNI and AVX-VNNI (u8 x s8 dot products), AMX (int8 tiles).
-ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,12 +10,13 @@ never unregisters).
 
 from .loader import EP_NAME, LIBRARY_ENV, EpLoadError, library_path, register, registered_api_version
 from .placement import NodePlacement, Placement, placement
-from .sessions import EP_OPTIONS, ISAS, OptimEPError, UnclaimedNodesError, cpu_session, session
+from .sessions import EP_OPTIONS, ISAS, PRECISIONS, OptimEPError, UnclaimedNodesError, cpu_session, session
 
 __all__ = [
     "EP_NAME",
     "EP_OPTIONS",
     "ISAS",
+    "PRECISIONS",
     "LIBRARY_ENV",
     "EpLoadError",
     "NodePlacement",

@@ -20,8 +20,9 @@ from .loader import EP_NAME, ep_devices, register
 ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
 # OptimEP's kernel sets (its `isa` option), worst first: each adds to the one before (kernel_table.h). avxvnni and
-# avx512vnni run int8 on VNNI dot products; avx2 runs 7-bit weights on u8 x s8 pairs, 8-bit ones on int16 pairs.
-ISAS = ("scalar", "avx2", "avxvnni", "avx512vnni", "amx")
+# avx512vnni run int8 on VNNI dot products; avx2 (and avx512, whose additions are the float kernels) runs 7-bit
+# weights on u8 x s8 pairs, 8-bit ones on int16 pairs.
+ISAS = ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "amx")
 
 # Options OptimEP understands (passed as EP options; ORT stores them as `ep.optimep.<key>`).
 EP_OPTIONS = {
@@ -36,7 +37,10 @@ EP_OPTIONS = {
                      "0 keeps ONNX's NCHW layout (the direct NCHW kernels), for comparison",
     "winograd": "1 (default) runs float 3x3 stride-1 convolutions of up to 1024 channels (channels last) as Winograd "
                 "F(2x2, 3x3): 2.25x fewer multiply-adds, results within float tolerance of direct; 0 keeps them direct",
+    "precision": "fp32 (default), or bf16: float MatMul / Gemm with constant weights run with their inputs rounded to "
+                 "bfloat16 and float32 sums (twice the FMA rate on CPUs with AVX512-BF16; needs one, or isa=scalar)",
 }
+PRECISIONS = ("fp32", "bf16")
 
 _OPTIMIZATION = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

@@ -15,7 +15,7 @@ import os
 import torch
 from torch import nn
 
-from .seeding import seeded
+from .seeding import he_init, seeded
 
 
 class Logits(nn.Module):
@@ -52,10 +52,12 @@ def _offline_transformers():
 
 
 def _build(model_class: str, config_class: str, wrapper: type[nn.Module], model_kwargs: dict | None = None,
-           **config) -> nn.Module:
+           rescale: bool = False, **config) -> nn.Module:
     """`model_class(config_class(**config), **model_kwargs)` with seeded random weights, wrapped, in eval mode.
 
-    model_class is a name in `transformers` or "module:Class" for one it does not export (an encoder alone)."""
+    model_class is a name in `transformers` or "module:Class" for one it does not export (an encoder alone).
+    rescale: re-draw the weights with He scaling (seeding.he_init) where transformers' own initializer lets the
+    activations vanish."""
     transformers = _offline_transformers()
     cfg = getattr(transformers, config_class)(**config)
     cfg._attn_implementation = "eager"
@@ -63,6 +65,8 @@ def _build(model_class: str, config_class: str, wrapper: type[nn.Module], model_
     owner = importlib.import_module(module_name) if module_name else transformers
     with seeded(0), torch.no_grad():
         net = getattr(owner, class_name)(cfg, **(model_kwargs or {}))
+        if rescale:
+            he_init(net)
     return wrapper(net).eval()
 
 
@@ -80,13 +84,13 @@ def resnet50() -> nn.Module:
 
 def mobilenetv2() -> nn.Module:
     """MobileNetV2 1.0 at 224 (google/mobilenet_v2_1.0_224's config), 1001 classes (background first)."""
-    return _build("MobileNetV2ForImageClassification", "MobileNetV2Config", Logits, depth_multiplier=1.0,
+    return _build("MobileNetV2ForImageClassification", "MobileNetV2Config", Logits, rescale=True, depth_multiplier=1.0,
                   image_size=224, num_labels=1001)
 
 
 def efficientnet_b0() -> nn.Module:
     """EfficientNet-B0 (google/efficientnet-b0's config): width and depth 1.0 at 224, 1000 classes."""
-    return _build("EfficientNetForImageClassification", "EfficientNetConfig", Logits, width_coefficient=1.0,
+    return _build("EfficientNetForImageClassification", "EfficientNetConfig", Logits, rescale=True, width_coefficient=1.0,
                   depth_coefficient=1.0, image_size=224, dropout_rate=0.2, hidden_dim=1280, num_labels=1000)
 
 

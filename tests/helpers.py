@@ -56,9 +56,9 @@ def run_optim(model: bytes, feeds: dict, isa: str = "auto", **options) -> list[n
     return session(model, fallback=False, isa=isa, **options).run(None, feeds)
 
 
-def step_kernels(model: bytes, isa: str) -> list[str]:
+def step_kernels(model: bytes, isa: str, **options) -> list[str]:
     """The kernel each OptimEP step chose when it compiled (the step profile's "kernel"; steps that name none left
-    out), in step order: which integer GEMM an int8 unit runs on."""
+    out), in step order: which integer GEMM an int8 unit runs on, or the bf16 GEMM (options: EP options)."""
     import gc
     import json
     import tempfile
@@ -66,7 +66,7 @@ def step_kernels(model: bytes, isa: str) -> list[str]:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "steps.json"
-        sess = session(model, fallback=False, isa=isa, profile=str(path))  # written at compile time
+        sess = session(model, fallback=False, isa=isa, profile=str(path), **options)  # written at compile time
         doc = json.loads(path.read_text())
         del sess
         gc.collect()

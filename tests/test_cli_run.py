@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from onnx import helper
 
 from helpers import FLOAT_RTOL, make_model, rand
+from optim.ep_plugin import ISAS
 from optim.cli import main
 
 N = helper.make_node
@@ -76,7 +77,7 @@ def test_doctor_reports_the_loaded_ep_and_the_kernels_it_chose():
     report = json.loads(r.output)
     assert report["ok"] and report["registered"]
     assert report["api_version"] == 23
-    assert report["isa"] in ("scalar", "avx2", "avx512vnni", "amx")
+    assert report["isa"] in ISAS
     assert any(report["isa"] in k for k in report["kernels"]), report["kernels"]
     assert os.path.exists(report["library"])
     assert {"Conv", "Gemm", "MatMul", "Relu", "MaxPool", "Reshape"} <= set(report["ops"])
@@ -214,3 +215,24 @@ def test_run_model_with_external_data_file(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["placement"]["optim_nodes"] == 1 and out["max_abs_error"] < 1e-4
+
+
+# --- precision ---------------------------------------------------------------------------------------
+
+def test_precision_bf16_runs_the_weights_in_bf16_where_the_cpu_has_it_and_is_refused_where_not(mlp_file):
+    """--precision bf16 on run and bench: outputs no longer float32's but within bf16 rounding of the CPU EP's
+    (run --compare says how far); a CPU (or isa) without a bf16 GEMM gets one sentence, as a bad isa does."""
+    from optim.ep_plugin.tools.doctor import bf16_kernel
+
+    if bf16_kernel("auto"):
+        r = invoke("run", mlp_file, "--input", "x:4x12", "--precision", "bf16", "--compare", "--json")
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.output)
+        assert out["placement"]["optim_nodes"] == out["placement"]["total_nodes"]
+        assert 1e-5 < out["max_abs_error"] < 0.1, out["max_abs_error"]  # bf16 ran: not float32, not garbage
+        r = invoke("bench", mlp_file, "--input", "x:4x12", "--runs", "3", "--warmup", "1", "--precision", "bf16")
+        assert r.exit_code == 0, r.output
+    r = invoke("run", mlp_file, "--input", "x:4x12", "--isa", "avx2", "--precision", "bf16")
+    assert_one_sentence(r, 1, "precision=bf16 needs a CPU with AVX512-BF16")
+    r = invoke("run", mlp_file, "--input", "x:4x12", "--precision", "fp16")
+    assert r.exit_code == 2 and "'fp16' is not one of 'fp32', 'bf16'" in r.output

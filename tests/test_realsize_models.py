@@ -57,3 +57,16 @@ def test_every_realsize_entry_names_a_factory_that_exists():
         module = importlib.import_module(module_name, package="optim.models")
         assert callable(getattr(module, attr)), name
         assert entry.dynamic and all(axes == {0: "batch"} for axes in entry.dynamic.values()), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mobilenetv2", "efficientnet_b0"])
+def test_rescaled_networks_keep_their_activations_at_unit_scale(name):
+    """transformers' initializer lets these two vanish (MobileNetV2's logits ~1e-21, EfficientNet-B0's exactly
+    0): their weights are re-drawn with He scaling, so the benchmark's logits vary with the input at unit scale
+    and no subnormal arithmetic skews its float timings."""
+    model = get(name).factory()
+    with torch.no_grad():
+        out = model(torch.randn(SMALL_INPUT, generator=torch.Generator().manual_seed(0)))
+    spread = out.std(dim=0).mean().item()  # across the batch: the logits depend on the image
+    assert 1e-2 < out.abs().mean().item() < 1e2 and spread > 1e-2, (out.abs().mean().item(), spread)

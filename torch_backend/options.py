@@ -21,7 +21,7 @@ KNOWN = {
     "target": "with int8, an accuracy goal on held-out calibration samples, e.g. 'cosine>=0.99': the most "
               "sensitive nodes stay float until it holds",
     "op_types": "with int8, quantize only these op types, e.g. ['MatMul'] for transformers",
-    "isa": "OptimEP's kernel set: auto (default), scalar, avx2, avxvnni, avx512vnni or amx",
+    "isa": "OptimEP's kernel set: auto (default), scalar, avx2, avxvnni, avx512, avx512vnni or amx",
 }
 
 

@@ -35,8 +35,12 @@ CpuFeatures detect() {
   f.avx512vbmi = zmm_saved && (c & (1u << 1));
   const bool tiles_saved = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
   f.amx_int8 = tiles_saved && (d & (1u << 24)) && (d & (1u << 25));
+  f.amx_bf16 = tiles_saved && (d & (1u << 24)) && (d & (1u << 22));
   unsigned a1, b1, c1, d1;
-  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx_vnni = ymm_saved && (a1 & (1u << 4));
+  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) {
+    f.avx_vnni = ymm_saved && (a1 & (1u << 4));
+    f.avx512bf16 = zmm_saved && (a1 & (1u << 5));
+  }
   return f;
 }
 

@@ -12,6 +12,8 @@ struct CpuFeatures {
   bool avx512vnni = false;
   bool avx512vbmi = false;  // byte permutes (vpermb / vpermi2b): Ice Lake, Zen 4 and later
   bool avx_vnni = false;
+  bool avx512bf16 = false;  // vdpbf16ps / vcvtne2ps2bf16 (Cooper Lake, Sapphire Rapids, Zen 4 and later)
+  bool amx_bf16 = false;    // tdpbf16ps, with the tile state enabled by the OS
   bool amx_int8 = false;  // AMX-TILE and AMX-INT8, with the tile state enabled by the OS (XCR0)
 };
 

@@ -17,18 +17,19 @@ namespace optim::kernels {
 // pairs pass u8s8_pairs_exact (7-bit weights always do), so ops keep the int16-pair kernels for the others.
 // avxvnni: the AVX2 table with the u8 x s8 kernels on 256-bit VNNI (VEX vpdpbusd: Alder Lake and later client
 // chips, Sapphire Rapids, Zen 5), exact for any int8 weights.
-// avx512vnni: integer GEMMs and convolution on AVX-512 VNNI (vpdpbusd; F, BW, VL) and the float kernels on
-// 16-wide FMAs. Rows of the avxvnni level also need the CPU's AVX-VNNI (Zen 4 and Ice Lake lack it): where it
-// is missing they are skipped, and the avx512vnni rows replace them anyway.
+// avx512: the float, element-wise, depthwise and pooling kernels on 512-bit vectors (F, BW, VL: Skylake-SP/X and
+// later, Zen 4); integer GEMMs as on AVX2. Rows of the avxvnni level also need the CPU's AVX-VNNI, which the
+// AVX-512 CPUs before Sapphire Rapids (and Zen 4) lack: where it is missing they are skipped.
+// avx512vnni: the avx512 table with the integer GEMMs and convolutions on AVX-512 VNNI (vpdpbusd, vpdpwssd).
 // amx: the avx512vnni table with the u8 x s8 GEMM on AMX tiles (tdpbusd) where the CPU and OS allow it.
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512Vnni = 3, kAmx = 4 };
-constexpr int kIsaCount = 5;
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvxVnni = 2, kAvx512 = 3, kAvx512Vnni = 4, kAmx = 5 };
+constexpr int kIsaCount = 6;
 
 const char* isa_name(Isa isa);
-// Best ISA this CPU runs, best first: AMX, AVX-512 VNNI, AVX-VNNI, AVX2+FMA, then scalar.
+// Best ISA this CPU runs, best first: AMX, AVX-512 VNNI, AVX-512, AVX-VNNI, AVX2+FMA, then scalar.
 Isa best_isa();
 bool isa_supported(Isa isa);
-// Parses "scalar" / "avx2" / "avxvnni" / "avx512vnni" / "amx" / "auto"; returns false for anything else.
+// Parses "scalar" / "avx2" / "avxvnni" / "avx512" / "avx512vnni" / "amx" / "auto"; false for anything else.
 bool parse_isa(const std::string& text, Isa* out);
 // The names parse_isa accepts besides "auto", worst first, comma-separated (for error messages).
 const char* isa_names();
@@ -55,6 +56,29 @@ using SgemmFn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t
 size_t sgemm_packed_b_floats(int64_t k, int64_t n);
 // Packs B (row-major k x n with stride ldb, or, with trans_b, stored n x k) into dst.
 void sgemm_pack_b(const float* b, int64_t ldb, bool trans_b, int64_t k, int64_t n, float* dst);
+
+// --- bfloat16 GEMM (EP option precision=bf16): float32 A and B rounded to bf16, float32 sums ------------
+// B is packed in panels of kSgemmNR columns of bf16 pairs: panel p holds, for each K pair q < kp = ceil(k / 2),
+// the pairs (b[2q][j], b[2q+1][j]) of its 16 columns (b[2q] in the low half), then zero pairs up to
+// sgemm_bf16_panel_pairs(k) (a multiple of 16: whole AMX tiles), so panel p starts at p * 32 * that.
+// A is bf16 already (convert_bf16: rows of lda = sgemm_bf16_row(k) values, zero past k; rows up to the
+// next multiple of 32 past the last are readable and zero). The reference sums, per column, pair by pair, the
+// odd product and then the even one (AVX512-BF16's vdpbf16ps order; a product of two bf16 values is exact in
+// float32), with subnormal inputs and results flushed to zero as that instruction does; AMX tiles sum in their
+// own order. Same epilogue as the float GEMM.
+using SgemmBf16Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t k, const uint16_t* a,
+                             int64_t lda, const uint16_t* b_packed, float* c, int64_t ldc, const SgemmEpilogue& ep);
+inline int64_t sgemm_bf16_row(int64_t k) { return (k + 31) / 32 * 32; }
+// Rows [r0, r1) of a float32 A (k values each, stride lda) rounded to bf16 (nearest even, as bf16_from_f32) rows
+// of sgemm_bf16_row(k) values at dst + r * sgemm_bf16_row(k), zero padded.
+using ConvertBf16Fn = void (*)(const float* a, int64_t lda, int64_t k, int64_t r0, int64_t r1, uint16_t* dst);
+inline int64_t sgemm_bf16_panel_pairs(int64_t k) { return (k + 31) / 32 * 16; }
+size_t sgemm_bf16_packed_b_elems(int64_t k, int64_t n);
+// Repacks B's float32 panels (sgemm_pack_b, k x n) into bf16 pair panels.
+void sgemm_bf16_pack_from_f32(const float* packed, int64_t k, int64_t n, uint16_t* dst);
+// x rounded to bfloat16, nearest even (NaN stays NaN), as its 16 bits; and a bf16 value as float32.
+uint16_t bf16_from_f32(float x);
+float f32_from_bf16(uint16_t v);
 
 // --- int8 GEMM with exact int32 accumulation --------------------------------------------------
 // Operands are int16 values of quantized tensors with their zero points already subtracted (so
@@ -408,6 +432,8 @@ struct Kernel {
 struct KernelTable {
   Isa isa = Isa::kScalar;
   Kernel<SgemmFn> sgemm;
+  Kernel<SgemmBf16Fn> sgemm_bf16;  // these two only in the bf16 tables (kernel_table(isa, true)); empty otherwise
+  Kernel<ConvertBf16Fn> convert_bf16;
   Kernel<BinaryVVFn> binary_vv;
   Kernel<BinaryVSFn> binary_vs;
   Kernel<BinarySVFn> binary_sv;
@@ -442,7 +468,11 @@ struct KernelTable {
   std::vector<std::string> names() const;
 };
 
-const KernelTable& kernel_table(Isa isa);
+// The table for `isa`; with bf16 (EP option precision=bf16) it also holds the bf16 GEMM (sgemm_bf16), which
+// the float GEMM ops then run on. bf16_supported: whether `isa`'s table has a hardware bf16 GEMM (the scalar
+// table's reference counts, for tests).
+const KernelTable& kernel_table(Isa isa, bool bf16 = false);
+bool bf16_supported(Isa isa);
 
 // Every row of kernel_list.inc, whatever this CPU runs: what the EP reports for doctor and tests.
 struct KernelRow {
@@ -451,6 +481,7 @@ struct KernelRow {
   const char* name;
   const char* feature = "";  // a CpuFeatures flag the row also needs, or ""
   bool feature_present = true;  // whether this CPU has it
+  bool bf16_only = false;  // a family only the bf16 tables hold (precision=bf16)
 };
 const std::vector<KernelRow>& kernel_rows();
 

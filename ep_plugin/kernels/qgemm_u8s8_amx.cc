@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "amx_tiles.h"
 #include "qstore_avx512.h"
 
 namespace optim::kernels {
@@ -18,30 +19,13 @@ namespace {
 // Blocks of 32 rows by 2 panels, K in steps of 16 quads (kernel_list.inc's traits say so to callers).
 constexpr int64_t kAmxRows = 32, kAmxKq = 16;
 
-// The tile configuration (palette 1): tiles 0-3 C (16 rows x 64 bytes of int32), 4-5 A, 6-7 B.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void load_config() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
-
 }  // namespace
 
 void qgemm_u8s8_amx_32x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t n, int64_t kq, const uint8_t* a,
                     int64_t lda, const int8_t* b_packed, const int32_t* comp_col, void* c, int64_t ldc,
                     const QgemmEpilogue& ep) {
   static_assert(kQuadNR == 16 && kAmxRows == 32 && kAmxKq == 16, "tiles are 16 rows of 64 bytes");
-  load_config();  // per call: the configuration is per thread, and this may be a new pool thread
+  load_amx_tile_config();
   alignas(64) int32_t acc[kAmxRows * 2 * kQuadNR];
   const int64_t panel_bytes = kq * 4 * kQuadNR;
   for (int64_t p = p0; p < p1; p += 2) {

@@ -1,12 +1,12 @@
 // AVX-512 SGEMM over packed B: 8 rows by 2 panels (32 columns) in 16 zmm accumulators; per k two panel
 // rows (one zmm each) and 8 broadcasts feed 16 FMAs. Each output element is the same chain of FMAs in
-// k order as in the AVX2 kernel. Compiled with -mavx512f (and the VNNI set); only called when the CPU
+// k order as in the AVX2 kernel. Compiled with -mavx512f; only called when the CPU
 // reports AVX-512 (kernel_table.cc).
 #include <immintrin.h>
 
 #include <algorithm>
 
-#include "kernel_table.h"
+#include "sgemm_store_avx512.h"
 
 namespace optim::kernels {
 namespace {
@@ -38,17 +38,6 @@ using TileFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, f
 template <int NP>
 constexpr TileFn<NP> kTiles[kRows + 1] = {nullptr, tile<1, NP>, tile<2, NP>, tile<3, NP>, tile<4, NP>,
                                           tile<5, NP>, tile<6, NP>, tile<7, NP>, tile<8, NP>};
-
-// The epilogue (as in sgemm_avx2.cc) for `cols` <= 16 columns of one row, masked past them.
-inline void store_row(const float* acc, float* crow, int64_t i, int64_t j0, int64_t cols, const SgemmEpilogue& ep) {
-  const __mmask16 m = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
-  __m512 v = _mm512_mul_ps(_mm512_set1_ps(ep.alpha), _mm512_loadu_ps(acc));
-  if (ep.accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, crow));
-  if (ep.bias_col) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ep.bias_col + j0));
-  if (ep.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(ep.bias_row[i]));
-  if (ep.relu) v = _mm512_max_ps(_mm512_setzero_ps(), v);  // NaN propagates (second operand wins)
-  _mm512_mask_storeu_ps(crow, m, v);
-}
 
 }  // namespace
 

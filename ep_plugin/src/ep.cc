@@ -146,8 +146,9 @@ void OptimEp::record_compiled(const Plan& plan, const RewriteContext& rewrites) 
 void OptimEp::flush_report() {
   std::ostringstream doc;
   doc << "{\"ep\": " << json_str(kEpName) << ", \"version\": " << json_str(kEpVersion) << ", \"isa\": "
-      << json_str(kernels::isa_name(options_.isa)) << ", \"kernels\": [";
-  const std::vector<std::string> names = kernels::kernel_table(options_.isa).names();
+      << json_str(kernels::isa_name(options_.isa)) << ", \"precision\": " << json_str(options_.bf16 ? "bf16" : "fp32")
+      << ", \"kernels\": [";
+  const std::vector<std::string> names = kernel_table(options_).names();
   for (size_t k = 0; k < names.size(); ++k) doc << (k ? ", " : "") << json_str(names[k]);
   // Every kernel the library holds, chosen or not, with the ISA it needs (doctor and tests read these).
   doc << "], \"kernel_rows\": [";
@@ -155,7 +156,8 @@ void OptimEp::flush_report() {
   for (size_t k = 0; k < rows.size(); ++k)
     doc << (k ? ", " : "") << "{\"family\": " << json_str(rows[k].family) << ", \"isa\": "
         << json_str(kernels::isa_name(rows[k].isa)) << ", \"name\": " << json_str(rows[k].name) << ", \"feature\": "
-        << json_str(rows[k].feature) << ", \"feature_present\": " << (rows[k].feature_present ? "true" : "false") << "}";
+        << json_str(rows[k].feature) << ", \"feature_present\": " << (rows[k].feature_present ? "true" : "false")
+        << ", \"bf16_only\": " << (rows[k].bf16_only ? "true" : "false") << "}";
   doc << "], \"ops\": [";
   const auto& defs = op_registry();
   for (size_t k = 0; k < defs.size(); ++k) doc << (k ? ", " : "") << json_str(defs[k].op_type);
@@ -183,12 +185,12 @@ OrtStatus* ORT_API_CALL OptimEp::CompileImpl(OrtEp* self, const OrtGraph** graph
       const std::vector<std::string> outputs = value_names(fused_nodes[i], false);
       RewriteContext rewrites;
       rewrites.outputs = outputs;
-      rewrites.kernels = &kernels::kernel_table(ep->options_.isa);
+      rewrites.kernels = &kernel_table(ep->options_);
       rewrites.channels_last = ep->options_.channels_last;
       rewrites.winograd = ep->options_.winograd;
       run_rewrites(rg.graph, rewrites);
       auto plan = std::make_unique<Plan>(fused_name ? fused_name : "", rg.graph, value_names(fused_nodes[i], true),
-                                         outputs, kernels::kernel_table(ep->options_.isa));
+                                         outputs, kernel_table(ep->options_));
       if (!ep->options_.placement_report.empty()) ep->record_compiled(*plan, rewrites);
       if (ep->profile_) plan->set_profile(ep->profile_->add(plan->name(), plan->step_labels(), plan->step_ops(),
                                                                plan->step_kernels()));

@@ -38,8 +38,8 @@ EpOptions read_options(const OrtSessionOptions* so) {
       throw Error("option isa='" + v + "' is not one of auto, " + kernels::isa_names(), ORT_INVALID_ARGUMENT);
     if (!kernels::isa_supported(o.isa))
       throw Error("option isa='" + v + "' is not supported by this CPU (avx2 needs AVX2 and FMA; avxvnni also "
-                  "AVX-VNNI; avx512vnni AVX2 and AVX-512 F, BW, VL and VNNI; amx also AMX-INT8 with the OS's "
-                  "permission)", ORT_INVALID_ARGUMENT);
+                  "AVX-VNNI; avx512 AVX2 and AVX-512 F, BW and VL; avx512vnni also AVX-512 VNNI; amx also AMX-INT8 "
+                  "with the OS's permission)", ORT_INVALID_ARGUMENT);
   }
   if (get_entry(so, key("min_partition_nodes"), &v)) o.min_partition_nodes = non_negative("min_partition_nodes", v);
   if (get_entry(so, key("placement_report"), &v)) o.placement_report = v;
@@ -56,6 +56,14 @@ EpOptions read_options(const OrtSessionOptions* so) {
   if (get_entry(so, key("winograd"), &v)) {
     if (v != "0" && v != "1") throw Error("option winograd='" + v + "' is not 0 or 1", ORT_INVALID_ARGUMENT);
     o.winograd = v == "1";
+  }
+  if (get_entry(so, key("precision"), &v)) {
+    if (v != "fp32" && v != "bf16") throw Error("option precision='" + v + "' is not fp32 or bf16", ORT_INVALID_ARGUMENT);
+    o.bf16 = v == "bf16";
+    if (o.bf16 && !kernels::bf16_supported(o.isa))
+      throw Error(std::string("option precision=bf16 needs a CPU with AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4 "
+                              "and later) and isa at least avx512; isa=") + kernels::isa_name(o.isa) + " has no bf16 "
+                  "GEMM on this CPU (isa=scalar runs the reference, slowly)", ORT_INVALID_ARGUMENT);
   }
   return o;
 }

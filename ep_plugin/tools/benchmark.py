@@ -138,13 +138,15 @@ def benchmark(
     concurrency: int | None = None,
     seed: int = 0,
     isa: str = "auto",
+    precision: str = "fp32",
     progress=None,
 ) -> BenchReport:
     """Times `model` on OptimEP (and, with vs, on the peers of bench_peers) for each batch size (or the given shapes).
 
     runs: timed runs per runtime, or run for `duration` seconds instead; warmup_duration adds that many
     seconds of warm-up per runtime after the `warmup` runs. concurrency: also run that
-    many threads on one OptimEP session (runs requests in all). progress(str) gets a line per phase.
+    many threads on one OptimEP session (runs requests in all). isa, precision: OptimEP's EP options.
+    progress(str) gets a line per phase.
     """
     vs = list(vs or [])
     bad = [v for v in vs if v not in VS_CHOICES]
@@ -163,7 +165,8 @@ def benchmark(
         created[name] = (time.perf_counter() - t0) * 1e3
         return s
 
-    sessions = {"optim": timed("optim", lambda: session(model, threads=threads, config=NO_SPIN, isa=isa))}
+    sessions = {"optim": timed("optim", lambda: session(model, threads=threads, config=NO_SPIN, isa=isa,
+                                                        precision=precision))}
     notes, peers = [], {}
     for name in dict.fromkeys(vs):  # a peer that cannot load is one note; the others still run
         try:
@@ -197,7 +200,8 @@ def benchmark(
         model=str(model),
         options={"warmup": warmup, "warmup_s": warmup_duration, "runs": runs, "duration_s": duration,
                  "threads": threads or f"{core_count()} (onnxruntime's default: one per core)",
-                 "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "seed": seed,
+                 "vs": vs, "batches": batches, "concurrency": concurrency, "isa": isa, "precision": precision,
+                 "seed": seed,
                  "spinning": "off"},
         machine=machine_info(), session_create_ms=created, placement=placement(optim_sess).to_dict(),
         results=results, concurrency=conc, peak_rss_mb=peak_rss_mb(), notes=notes, peers=peers,

@@ -30,6 +30,17 @@ def isa_supported(isa: str) -> bool:
     return True
 
 
+def bf16_kernel(isa: str = "auto") -> str | None:
+    """The bf16 GEMM OptimEP runs with precision=bf16 and kernels `isa` (its name), or None where it refuses."""
+    from ..sessions import session
+
+    try:
+        sess = session(_probe_model(), fallback=False, isa=isa, precision="bf16")
+    except Exception:
+        return None
+    return next((k for k in sess._optim_report.get("kernels", []) if k.startswith("sgemm_bf16")), None)
+
+
 def diagnose(isa: str = "auto") -> dict:
     """Loads OptimEP and runs a one-node model on it; returns what was found. 'ok' is False with 'error' set on failure."""
     from ..sessions import session  # late: sessions imports loader, which doctor may report broken
@@ -46,6 +57,7 @@ def diagnose(isa: str = "auto") -> dict:
         "isa": None,
         "kernels": [],
         "kernel_rows": [],
+        "bf16": None,  # the bf16 GEMM precision=bf16 runs (None: not on this CPU)
         "ops": [],
         "ok": False,
         "error": None,
@@ -63,6 +75,7 @@ def diagnose(isa: str = "auto") -> dict:
         report["kernels"] = sess._optim_report.get("kernels", [])
         report["kernel_rows"] = sess._optim_report.get("kernel_rows", [])
         report["ops"] = sess._optim_report.get("ops", [])
+        report["bf16"] = bf16_kernel(isa)
         report["ok"] = True
     except Exception as e:  # report any failure as data: doctor exists to explain them
         report["error"] = str(e)

@@ -93,6 +93,7 @@ def profile(
     warmup: int = 5,
     threads: int | None = None,
     isa: str = "auto",
+    precision: str = "fp32",
     seed: int = 0,
 ) -> Profile:
     """Runs `model` `warmup` + `runs` times on one OptimEP session with both profilers on and merges them.
@@ -107,7 +108,8 @@ def profile(
     work = Path(tempfile.mkdtemp(prefix="optim-profile-"))
     steps_file = work / "steps.json"
     try:
-        sess = session(model, threads=threads, config=NO_SPIN, isa=isa, ort_profile_prefix=str(work / "ort"),
+        sess = session(model, threads=threads, config=NO_SPIN, isa=isa, precision=precision,
+                       ort_profile_prefix=str(work / "ort"),
                        profile=str(steps_file), profile_warmup=warmup)
         try:
             if inputs:

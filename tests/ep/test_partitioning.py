@@ -58,7 +58,7 @@ def test_float64_nodes_are_refused_with_the_dtype():
 
 
 @pytest.mark.parametrize("option, value, says", [
-    ("isa", "avx9000", "OptimEP: option isa='avx9000' is not one of auto, scalar, avx2, avxvnni, avx512vnni, amx"),
+    ("isa", "avx9000", "OptimEP: option isa='avx9000' is not one of auto, scalar, avx2, avxvnni, avx512, avx512vnni, amx"),
     ("min_partition_nodes", "many", "OptimEP: option min_partition_nodes='many' is not a non-negative integer"),
     ("log", "yes", "OptimEP: option log='yes' is not 0 or 1"),
     ("winograd", "yes", "OptimEP: option winograd='yes' is not 0 or 1"),

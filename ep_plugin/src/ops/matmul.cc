@@ -1,5 +1,6 @@
 // MatMul (numpy semantics, batched, broadcast) and Gemm on float32, both on the packed-B SGEMM.
-// Constant B operands (weights) are packed once when the op is created.
+// Constant B operands (weights) are packed once when the op is created, and repacked for the bf16 GEMM at
+// prepare() when the session runs with precision=bf16 (a run-time B stays float32).
 #include <algorithm>
 #include <cstring>
 
@@ -55,6 +56,11 @@ class MatMulImpl : public Op {
     }
   }
 
+  void prepare(const kernels::KernelTable& kt) override {
+    if (has_packed_) packed_.use_bf16(kt);
+  }
+  std::string kernel_name() const override { return packed_.bf16_kernel ? packed_.bf16_kernel : ""; }
+
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     return {matmul_shapes(*in[0], *in[1]).out};
   }
@@ -87,9 +93,9 @@ class MatMulImpl : public Op {
         if (gelu_) gelu(0, rows, 0, s.n);
         return;
       }
-      if (!gelu_) return run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep);
+      if (!gelu_) return run_sgemm(rc, rows, a, s.k, packed_, y, s.n, ep);
       const SgemmAfter after = gelu;
-      run_sgemm(rc, rows, s.n, s.k, a, s.k, packed_.data.data(), y, s.n, ep, &after);
+      run_sgemm(rc, rows, a, s.k, packed_, y, s.n, ep, &after);
       return;
     }
     const int64_t batches = std::max<int64_t>(1, shape_numel(s.batch));
@@ -165,6 +171,11 @@ class GemmImpl : public Op {
     }
   }
 
+  void prepare(const kernels::KernelTable& kt) override {
+    if (has_packed_) packed_.use_bf16(kt);
+  }
+  std::string kernel_name() const override { return packed_.bf16_kernel ? packed_.bf16_kernel : ""; }
+
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape& a = *in[0];
     const Shape& b = *in[1];
@@ -207,7 +218,7 @@ class GemmImpl : public Op {
       a = at;
       scratch += static_cast<size_t>(m * k) * sizeof(float);
     }
-    const float* bp = packed_.data.data();
+    const float* bp = nullptr;
     if (!has_packed_) {
       float* p = reinterpret_cast<float*>(scratch);
       kernels::sgemm_pack_b(in[1].as<float>(), trans_b_ ? k : n, trans_b_, k, n, p);
@@ -228,6 +239,7 @@ class GemmImpl : public Op {
         for (int64_t j = 0; j < n; ++j) y[i * n + j] += ep.bias_col[j];
       return;
     }
+    if (has_packed_) return run_sgemm(rc, m, a, k, packed_, y, n, ep);
     run_sgemm(rc, m, n, k, a, k, bp, y, n, ep);
   }
 

@@ -14,11 +14,20 @@ void run_sgemm(const RunContext& rc, int64_t m, int64_t n, int64_t k, const floa
                const float* b_packed, float* c, int64_t ldc, const kernels::SgemmEpilogue& ep,
                const SgemmAfter* after = nullptr);
 
-// B packed once at compile time.
+// B packed once at compile time: float32 panels, or, once use_bf16 ran with a bf16 table (precision=bf16), bf16
+// pair panels for the bf16 GEMM (the float ones then dropped).
 struct PackedMatrix {
   int64_t k = 0, n = 0;
   std::vector<float> data;
+  std::vector<uint16_t> bf16;
+  const char* bf16_kernel = nullptr;  // the bf16 GEMM's name, once repacked
+  // Repacks as bf16 when the table has the bf16 GEMM; called from an op's prepare().
+  void use_bf16(const kernels::KernelTable& kt);
 };
 PackedMatrix pack_matrix(const float* b, int64_t k, int64_t n, bool trans_b);
+
+// run_sgemm on a PackedMatrix: the float32 GEMM, or the bf16 one where it was repacked.
+void run_sgemm(const RunContext& rc, int64_t m, const float* a, int64_t lda, const PackedMatrix& b, float* c, int64_t ldc,
+               const kernels::SgemmEpilogue& ep, const SgemmAfter* after = nullptr);
 
 }  // namespace optim
