@@ -214,7 +214,9 @@ def main(argv=None) -> int:
                          if best in timed["stats"] else "") + f" ({timed['runs']} runs)", flush=True)
     if not args.no_markdown:
         shown = " ".join(argv if argv is not None else sys.argv[1:])
-        command = f"make bench  # = .venv/bin/python benchmarks/conv.py {shown}".strip()
+        command = f".venv/bin/python benchmarks/conv.py {shown}".strip()
+        if not shown:  # what `make bench` runs
+            command = f"make bench  # = {command}"
         lines = ["", f"Command: `{command}`  ",
                  f"Machine: {cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; batch 1, "
                  f"{args.threads} intra-op threads (no spinning); OptimEP ISAs: {', '.join(isas)}; int8 layers with "

@@ -131,7 +131,9 @@ def main(argv=None) -> int:
         print(f"geometric mean of CPU EP / OptimEP ({p}): {'-' if g is None else f'{g:.2f}'} over {n} model-batch pairs")
     print(f"suite done in {time.perf_counter() - t0:.0f} s", flush=True)
     shown = " ".join(argv if argv is not None else sys.argv[1:])
-    command = f"make bench  # = .venv/bin/python benchmarks/realsize.py {shown}"
+    command = f".venv/bin/python benchmarks/realsize.py {shown}"
+    if shown == "--json benchmarks/realsize.json":  # what `make bench` runs
+        command = f"make bench  # = {command}"
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": mach, "command": command, "results": results, "rows": rows},
                                               indent=2))

@@ -1,9 +1,9 @@
 // NhwcQConv: the integer QDQ convolution unit (qconv.cc's QConv) on channels-last tensors (conv_nhwc.h),
 // built by the layout rewrite. Three forms, each exact in its sums and requantized per output channel:
 // - u8 x s8 quads (conv_gemm_u8s8: AVX-512 VNNI, AVX-VNNI, or AVX2 for weights that pass u8s8_pairs_exact)
-//   when the table has them and the weights fit int8: the
-//   input is read where it lies (uint8, no padding read, channels a multiple of 4) or copied as uint8
-//   (int8 inputs flipped by +128) with the zero point as padding; the zero point is compensated per column;
+//   when the table has them and the weights fit int8: the input is read where it lies (uint8, no padding read,
+//   channels a multiple of 4) or copied as uint8 (int8 inputs flipped by +128) with the zero point as padding;
+//   the zero point is compensated per column;
 // - int16 pairs (conv_gemm_s16) otherwise: the input copied as int16 minus its zero point, padding 0;
 // - depthwise (dwconv_q8): summed in float32, exact while every partial sum stays below 2^24, which the
 //   weights are checked for here (else the dense forms run it).
