@@ -7,8 +7,9 @@ Each model's optimized float file comes from the real-size suite's cache (realsi
 optimized once). Per batch, in a process of its own (a runtime that crashes ends only that model's run):
 OptimEP in float32 and in bf16 and OpenVINO with its inference precision bf16 run alternately within the budget
 (medians), and each output is compared with ONNX Runtime's CPU EP in float32: the relative L2 error and the
-cosine, so a speed-up never hides what bf16 costs. bf16 covers float MatMul / Gemm with constant weights (AMX-BF16,
-else AVX512-BF16 kernels); convolutions stay float32, which the CNN's row shows. Rewrites the bf16 table in
+cosine, so a speed-up never hides what bf16 costs. bf16 covers float MatMul / Gemm with constant weights and
+convolutions of one group (AMX-BF16, else AVX512-BF16 kernels); depthwise convolutions, stems and the folded
+MobileNet blocks stay float32, as do the activations between ops. Rewrites the bf16 table in
 BENCHMARKS.md with the command and the machine. On a CPU without AVX512-BF16 it says so and exits.
 """
 
@@ -36,7 +37,7 @@ from realsize_prepare import prepare
 from run import HERE, _replace_between
 
 MARKERS = ("<!-- bf16:begin -->", "<!-- bf16:end -->")
-DEFAULT_MODELS = "bert_base,vit_b16,minilm,resnet50"
+DEFAULT_MODELS = "resnet50,mobilenetv2,convnext_tiny,vit_b16,bert_base,minilm,segformer_b0"
 SIDES = ("fp32_optim", "bf16_optim", "bf16_openvino")
 
 

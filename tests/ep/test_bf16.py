@@ -11,7 +11,7 @@ import pytest
 from onnx import helper
 
 from helpers import ISAS, make_model, run_cpu, run_optim, step_kernels
-from optim.ep_plugin import OptimEPError, session
+from optim.ep_plugin import OptimEPError, placement, session
 from optim.ep_plugin.tools.doctor import bf16_kernel
 
 N = helper.make_node
@@ -120,3 +120,94 @@ def test_an_unknown_precision_is_refused():
     model, _, _, _ = _matmul_bias(4, 8, 8, seed=2)
     with pytest.raises(OptimEPError, match="option precision='fp16' is not fp32 or bf16"):
         session(model, precision="fp16")
+
+
+# --- convolutions (ops/conv_bf16.cc): windows gathered into bf16 rows, the same GEMM ----------------------------
+
+def _conv_model(cin: int, cout: int, k: int, stride: int, residual: bool, seed: int):
+    """x -> Conv(k x k, pad k // 2, stride) + bias [-> Add(r)] -> Relu, NCHW 2 x cin x 9 x 11."""
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    nodes = [N("Conv", ["x", "w", "b"], ["c"], pads=[k // 2] * 4, strides=[stride, stride])]
+    inputs = {"x": (np.float32, [2, cin, 9, 11])}
+    oh, ow = (9 + 2 * (k // 2) - k) // stride + 1, (11 + 2 * (k // 2) - k) // stride + 1
+    if residual:
+        nodes.append(N("Add", ["c", "r"], ["s"]))
+        inputs["r"] = (np.float32, [2, cout, oh, ow])
+    nodes.append(N("Relu", ["s" if residual else "c"], ["y"]))
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, (_, shape) in inputs.items()}
+    return make_model(nodes, inputs, ["y"], {"w": w, "b": b}), feeds, w, b
+
+
+def _conv_emulated(x, w, b, r, stride):
+    """The bf16 convolution in numpy: im2col rows in (ky, kx, channel) order, bf16_gemm, bias, then the Add of a graph
+    input (not folded into the convolution: test_a_residual_... covers the folded one), Relu."""
+    n, cin, h, wd = x.shape
+    cout, _, k, _ = w.shape
+    p = k // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    oh, ow = (h + 2 * p - k) // stride + 1, (wd + 2 * p - k) // stride + 1
+    cols = np.stack([xp[:, :, ky:ky + stride * (oh - 1) + 1:stride, kx:kx + stride * (ow - 1) + 1:stride]
+                     for ky in range(k) for kx in range(k)], axis=1)  # n, taps, cin, oh, ow
+    a = cols.transpose(0, 3, 4, 1, 2).reshape(n * oh * ow, k * k * cin)
+    wb = w.transpose(2, 3, 1, 0).reshape(k * k * cin, cout)
+    y = (bf16_gemm(a, wb) + b).astype(np.float32)
+    if r is not None:
+        y = (y + r.transpose(0, 2, 3, 1).reshape(-1, cout)).astype(np.float32)
+    return np.maximum(y, 0).reshape(n, oh, ow, cout).transpose(0, 3, 1, 2)
+
+
+CONV_CASES = {"1x1": (64, 40, 1, 1, False), "1x1 odd channels, residual": (5, 24, 1, 1, True),
+              "3x3": (16, 48, 3, 1, False), "3x3 stride 2, residual": (7, 33, 3, 2, True), "5x5": (6, 16, 5, 1, False)}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_a_convolution_in_bf16_is_the_bf16_gemm_of_its_windows(case):
+    """The scalar reference equals the numpy model; AVX512-BF16 equals the reference; AMX within float32 rounding;
+    all within bf16's tolerance of float32. The step profile names the bf16 GEMM (Winograd is off in bf16)."""
+    cin, cout, k, stride, residual = CONV_CASES[case]
+    model, feeds, w, b = _conv_model(cin, cout, k, stride, residual, seed=cin + cout)
+    want = _conv_emulated(feeds["x"], w, b, feeds.get("r"), stride)
+    np.testing.assert_array_equal(run_optim(model, feeds, isa="scalar", precision="bf16")[0], want)
+    ref = run_cpu(model, feeds)[0]
+    for isa in BF16_ISAS:
+        got = run_optim(model, feeds, isa=isa, precision="bf16")[0]
+        if "amx" in bf16_kernel(isa):
+            assert np.abs(got - want).max() <= AMX_SUM_REL_TO_MAX * np.abs(want).max(), isa
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=isa)
+        assert np.abs(got - ref).max() <= BF16_REL_TO_MAX * np.abs(ref).max(), isa
+        assert bf16_kernel(isa) in step_kernels(model, isa, precision="bf16"), isa
+
+
+def test_a_stem_reading_the_channels_first_image_stays_float32():
+    """A convolution of up to 4 input channels at a partition's input reads the NCHW image itself
+    (rewrites/nchw_stem.cc): not in bf16 yet, so it names no bf16 GEMM and keeps float32's results."""
+    model, feeds, _, _ = _conv_model(3, 16, 5, 1, False, seed=1)
+    assert step_kernels(model, "scalar", precision="bf16") == []
+    ref = run_cpu(model, feeds)[0]
+    assert np.abs(run_optim(model, feeds, isa="scalar", precision="bf16")[0] - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+def test_a_residual_folded_into_the_convolution_may_share_its_output_buffer():
+    """A ResNet block: t = Relu(Conv1x1(x)), u = Relu(Conv3x3(t)), y = Relu(Conv1x1(u) + t). The last convolution
+    takes the Add in (its residual t, whose last reader it is) and its output may take over t's buffer
+    (Op::in_place_input): the bf16 path must read the residual before the GEMM overwrites it. Every ISA within
+    bf16's tolerance of float32, the Add folded into the step."""
+    rng = np.random.default_rng(4)
+    w1 = (rng.standard_normal((32, 16, 1, 1)) / 4).astype(np.float32)
+    w2 = (rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32)
+    w3 = (rng.standard_normal((32, 32, 1, 1)) / 6).astype(np.float32)
+    model = make_model([N("Conv", ["x", "w1"], ["c1"]), N("Relu", ["c1"], ["t"]),
+                        N("Conv", ["t", "w2"], ["c2"], pads=[1, 1, 1, 1]), N("Relu", ["c2"], ["u"]),
+                        N("Conv", ["u", "w3"], ["c3"]), N("Add", ["c3", "t"], ["s"]), N("Relu", ["s"], ["y"])],
+                       {"x": (np.float32, [2, 16, 12, 10])}, ["y"], {"w1": w1, "w2": w2, "w3": w3})
+    feeds = {"x": rng.standard_normal((2, 16, 12, 10)).astype(np.float32)}
+    ref = run_cpu(model, feeds)[0]
+    for isa in ["scalar", *BF16_ISAS]:
+        sess = session(model, fallback=False, isa=isa, precision="bf16")
+        assert any("Add" in label for labels in placement(sess).compiled.values() for label in labels
+                   if label.startswith("NhwcConv")), placement(sess).compiled
+        got = sess.run(None, feeds)[0]
+        assert np.abs(got - ref).max() <= BF16_REL_TO_MAX * np.abs(ref).max(), isa

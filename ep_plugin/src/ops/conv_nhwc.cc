@@ -5,7 +5,8 @@
 // (attributes activation_min / activation_max) run in the epilogue (rewrites/conv_epilogue.cc). Folds from
 // later rewrites pick other paths: algorithm="winograd" (conv_winograd.h); a depthwise ("dw_", inputs 4-5)
 // and maybe its expansion ("ex_", inputs 7-8) before a 1x1, or an expansion before a depthwise (conv_dw_pw.h);
-// a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights, or gated rows).
+// a squeeze-excite gate on a 1x1's input channels (input 6: per-image scaled weights, or gated rows). With
+// precision=bf16 a plain convolution of one group runs on the bf16 GEMM instead (conv_bf16.h).
 #include <atomic>
 #include <cmath>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "broadcast.h"
 #include "../aligned_vector.h"
+#include "conv_bf16.h"
 #include "conv_nhwc.h"
 #include "conv_dw_pw.h"
 #include "conv_winograd.h"
@@ -184,7 +186,7 @@ class NhwcConvImpl : public Op {
     }
   }
 
-  void prepare(const kernels::KernelTable&) override {
+  void prepare(const kernels::KernelTable& kt) override {
     const int64_t taps = cg_.k_dim() / cg_.cin_g;
     if (depthwise_before_) depthwise_before_->prepare();
     if (expanded_) {
@@ -198,6 +200,10 @@ class NhwcConvImpl : public Op {
       dw_.resize(static_cast<size_t>(taps * cg_.cout));
       for (int64_t c = 0; c < cg_.cout; ++c)
         for (int64_t t = 0; t < taps; ++t) dw_[static_cast<size_t>(t * cg_.cout + c)] = weights_[static_cast<size_t>(c * taps + t)];
+    } else if (conv_runs_bf16(kt, cg_) && !depthwise_before_ && !channel_scale_ && !nchw_input_) {
+      bf16_ = std::make_unique<ConvBf16>(
+          conv_weights_as_b<float>(cg_, 0, cg_.cin_g, [&](int64_t i) { return weights_[static_cast<size_t>(i)]; }),
+          taps * cg_.cin_g, cg_.cout, kt);
     } else {
       const int64_t cout_g = cg_.cout / cg_.group, k = taps * cg_.cin_g;
       packed_.assign(static_cast<size_t>(cg_.group), {});
@@ -210,6 +216,8 @@ class NhwcConvImpl : public Op {
     weights_.clear();
     weights_.shrink_to_fit();
   }
+
+  std::string kernel_name() const override { return bf16_ ? bf16_->kernel_name() : ""; }
 
   // The residual (input 3): every kernel reads an output element's residual in the epilogue that writes it.
   int in_place_input() const override { return 3; }
@@ -236,7 +244,7 @@ class NhwcConvImpl : public Op {
       prepared = winograd_->scratch_bytes(l);
     else if (nchw_input_)  // each slot's band of padded rows
       prepared = stem_scratch_bytes(l);
-    else if (!depthwise_ && l.reads_padding)
+    else if (!depthwise_ && l.reads_padding && !bf16_)
       prepared = static_cast<size_t>(images_per_turn(l) * cg_.group * l.prepared_elems(cg_.cin_g)) * sizeof(float);
     return separate_conv_bytes(in) + prepared;
   }
@@ -343,6 +351,10 @@ class NhwcConvImpl : public Op {
     }
     if (scale) {
       scaled_convolve(rc, l, x, y, ep, prepared, *scale);
+      return;
+    }
+    if (bf16_) {
+      bf16_->run(rc, l, x, y, bias_.empty() ? nullptr : bias_.data(), ep, residual);
       return;
     }
     if (depthwise_) {
@@ -560,6 +572,7 @@ class NhwcConvImpl : public Op {
   bool pooled_ = false;  // output 1: the global average pool of output 0 (a squeeze-excite's)
   bool nchw_input_ = false;     // input 0 is [N, C, H, W] (rewrites/nchw_stem.cc)
   bool channel_scale_ = false;  // input 6: a squeeze-excite gate on the input channels (rewrites/channel_scale.cc)
+  std::unique_ptr<ConvBf16> bf16_;  // precision=bf16: the whole convolution on the bf16 GEMM
 };
 
 }  // namespace
