@@ -1,7 +1,8 @@
 // AVX512-BF16 GEMM (kernel_table.h, SgemmBf16Fn) and A's conversion to bf16 rows (vcvtne2ps2bf16, 32 values a
 // step): 8 rows by 2 panels (32 columns) in 16 zmm accumulators; per K
 // pair two panel loads and 8 broadcast bf16 pairs of A feed 16 vdpbf16ps (32 multiply-adds each). Sums in float32
-// in the instruction's order, which the scalar reference follows (bit for bit). Where vdpbf16ps runs at half
+// in the instruction's order as Intel defines it, which the scalar reference follows (bit for bit on a Xeon with
+// AMX; tests allow float32 rounding, another design may round a pair once). Where vdpbf16ps runs at half
 // the FMA rate (Sapphire Rapids) this is no faster than float32: its use is AVX512-BF16 CPUs without AMX.
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16; only called where the CPU reports AVX512-BF16.
 #include <immintrin.h>
