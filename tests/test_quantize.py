@@ -206,3 +206,13 @@ def test_weight_bits_other_than_8_or_7_are_refused(convnet, tmp_path):
     model, calib = convnet
     r = invoke(model, "-o", tmp_path / "q.onnx", "--calib", calib, "--weight-bits", 6)
     assert r.exit_code == 2 and "'6' is not one of '8', '7'" in r.output
+
+
+def test_a_cpu_without_vnni_hears_about_seven_bit_weights():
+    from optim.optimizer.quantization.quantize import weight_bits_hint
+
+    hint = weight_bits_hint("avx2", 8, integer_units=3)
+    assert hint and "--weight-bits 7" in hint and "int16 pairs" in hint
+    assert weight_bits_hint("avx512", 8, 3) is not None
+    for isa, bits, units in [("avx512vnni", 8, 3), ("amx", 8, 3), ("avxvnni", 8, 3), ("avx2", 7, 3), ("avx2", 8, 0)]:
+        assert weight_bits_hint(isa, bits, units) is None, (isa, bits, units)

@@ -153,6 +153,7 @@ def test_dynamic_batch_compiles_once_per_shape_class():
     ({"threads": 0}, "threads must be a positive integer, got 0"),
     ({"quantize": "int8", "calib": [(torch.zeros(1, 64),)] * 2, "target": "cos>0.9"}, "target 'cos>0.9' is not"),
     ({"target": "cosine>=0.99"}, "target is an accuracy goal for quantize='int8'"),
+    ({"precision": "fp16"}, "precision must be one of 'fp32', 'bf16', got 'fp16'"),
 ])
 def test_bad_options_are_refused_in_one_sentence(options, says):
     compiled = torch.compile(get("mlp").factory(), backend="optim", options=options)
@@ -218,3 +219,22 @@ def test_calibration_samples_that_do_not_fit_are_refused_in_one_sentence():
     with pytest.raises(optim.torch.OptionsError, match=r"^calib sample 0 has 2 inputs; the model's forward takes 1 \(x\)$"):
         with torch.no_grad():
             compiled(torch.zeros(1, 64))
+
+
+def test_precision_bf16_reaches_the_sessions():
+    """options={'precision': 'bf16'}: the graph's MatMuls run on OptimEP's bf16 GEMM where the CPU has one (within
+    bf16 rounding of eager), and the option reaches the EP (a CPU without one refuses it in one sentence)."""
+    from optim.ep_plugin.tools.doctor import bf16_kernel
+    from optim.torch.options import parse_options
+
+    assert parse_options({"precision": "bf16", "isa": "avx2"}).ep_options() == {"isa": "avx2", "precision": "bf16"}
+    assert parse_options({"precision": "fp32"}).ep_options() == {}
+    if not bf16_kernel("auto"):
+        pytest.skip("this CPU has no bf16 GEMM: the option is refused by OptimEP (tests/ep/test_bf16.py)")
+    model = get("mlp").factory()
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(0))
+    compiled = torch.compile(model, backend="optim", options={"precision": "bf16"})
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    err = (got - want).abs().max().item() / want.abs().max().item()
+    assert 0 < err < 2e-2, err  # bf16 ran (not float32's bits), within its rounding

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from optim.common.errors import UserError
-from optim.ep_plugin import ISAS
+from optim.ep_plugin import ISAS, PRECISIONS
 
 QUANTIZE_MODES = (None, "int8")
 KNOWN = {
@@ -22,6 +22,8 @@ KNOWN = {
               "sensitive nodes stay float until it holds",
     "op_types": "with int8, quantize only these op types, e.g. ['MatMul'] for transformers",
     "isa": "OptimEP's kernel set: auto (default), scalar, avx2, avxvnni, avx512, avx512vnni or amx",
+    "precision": "OptimEP's float precision: 'fp32' (default) or 'bf16' (MatMul, Gemm and convolutions with bfloat16 "
+                 "inputs and float32 sums; needs AVX512-BF16 or AMX-BF16)",
 }
 
 
@@ -40,9 +42,11 @@ class BackendOptions:
     target: str | None = None
     op_types: tuple[str, ...] | None = None
     isa: str = "auto"
+    precision: str = "fp32"
 
     def ep_options(self) -> dict[str, str]:
-        return {} if self.isa == "auto" else {"isa": self.isa}
+        options = {} if self.isa == "auto" else {"isa": self.isa}
+        return options if self.precision == "fp32" else {**options, "precision": self.precision}
 
 
 def parse_options(options: Mapping[str, Any] | None) -> BackendOptions:
@@ -85,7 +89,11 @@ def parse_options(options: Mapping[str, Any] | None) -> BackendOptions:
     isa = options.get("isa", "auto")
     if isa not in ("auto", *ISAS):
         raise OptionsError(f"isa must be one of auto, {', '.join(ISAS)}, got {isa!r}")
-    return BackendOptions(quantize=quantize, calib=calib, threads=threads, target=target, op_types=op_types, isa=isa)
+    precision = options.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        raise OptionsError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    return BackendOptions(quantize=quantize, calib=calib, threads=threads, target=target, op_types=op_types, isa=isa,
+                          precision=precision)
 
 
 def _check_target(target: Any) -> None:

@@ -60,6 +60,15 @@ class QuantizeResult:
         return d
 
 
+def weight_bits_hint(isa: str | None, weight_bits: int, integer_units: int) -> str | None:
+    """A note when OptimEP runs this model's integer units on a CPU without VNNI with 8-bit weights: there they run
+    on int16 pairs, and 7-bit weights would take the u8 x s8 kernels."""
+    if weight_bits != 8 or integer_units == 0 or isa not in ("avx2", "avx512"):
+        return None
+    return (f"this CPU has no VNNI (OptimEP's kernels: {isa}): 8-bit weights run on int16 pairs here; --weight-bits 7 "
+            "runs the u8 x s8 kernels, up to twice as fast on AVX2, at the accuracy cost the report then shows")
+
+
 def _already_quantized(model: onnx.ModelProto) -> list[str]:
     return sorted({n.op_type for n in model.graph.node if n.op_type in _QUANTIZED_OPS})
 
@@ -220,6 +229,8 @@ def quantize(
                 runtimes["CPU EP"] = cpu_session(source)
         accuracy = [row for runtime, sess in runtimes.items() for row in reference.compare(runtime, sess)]
         where = placement(runtimes["OptimEP"]).to_dict()
+        if hint := weight_bits_hint(where.get("isa"), weight_bits, where.get("integer_units", 0)):
+            notes.append(hint)
         save_model(int8_model, output, external=external)
     return QuantizeResult(
         path=str(output), mode="dynamic" if dynamic else "static", method=None if dynamic else method,
