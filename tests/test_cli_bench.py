@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from onnx import helper
 
+import peer_fakes
 from helpers import make_model, rand
 from optim.cli import main
 
@@ -158,44 +159,25 @@ def test_openvino_runs_in_f32_and_the_report_says_so(mlp_file, tmp_path):
     assert set(d["results"][0]["others"]) == {"openvino"} and d["peers"]["openvino"].endswith("inference precision f32")
 
 
-class _FakeOpenVino:
-    """Stands in for OpenVinoRunner: fails to load, or fails on its `fail_at`-th run."""
-
-    fail_at: int | None = None
-    calls = 0
-
-    def __init__(self, model, threads, precision="f32"):
-        if self.fail_at is None:
-            raise RuntimeError("Exception from src/inference/src/cpp/core.cpp:132:\n\nunsupported op: FancyOp\n")
-        self.version = "0.0"
-
-    def run(self, _outputs, feeds):
-        type(self).calls += 1
-        if type(self).calls >= self.fail_at:
-            raise RuntimeError("inference failed: out of fake memory")
-        return [np.zeros((1, 4), np.float32)]
-
-
 @pytest.fixture
 def fake_openvino(monkeypatch):
+    """fake_openvino(cls): OpenVINO's runner replaced by one of peer_fakes' (the peer's child process gets it)."""
     import optim.ep_plugin.tools.bench_peers as peers
 
     monkeypatch.setattr(peers, "openvino_available", lambda: True)
-    monkeypatch.setattr(peers, "OpenVinoRunner", _FakeOpenVino)
-    monkeypatch.setattr(_FakeOpenVino, "calls", 0)
-    return _FakeOpenVino
+    return lambda cls: monkeypatch.setattr(peers, "OpenVinoRunner", cls)
 
 
-def test_a_peer_that_cannot_load_the_model_is_one_line_and_the_others_still_run(mlp_file, fake_openvino, monkeypatch):
-    monkeypatch.setattr(fake_openvino, "fail_at", None)
+def test_a_peer_that_cannot_load_the_model_is_one_line_and_the_others_still_run(mlp_file, fake_openvino):
+    fake_openvino(peer_fakes.FailsToLoad)
     r = invoke(mlp_file, "--input", "x:1x16", "--runs", "3", "--vs", "openvino", "--vs", "cpu")
     assert r.exit_code == 0, r.output
     assert "note: --vs openvino could not load the model: unsupported op: FancyOp" in r.output.splitlines()
     assert "ratio CPU EP / OptimEP median" in r.output and "OpenVINO (f32) " not in r.output
 
 
-def test_a_peer_that_fails_to_run_is_dropped_and_the_sweep_goes_on(mlp_file, fake_openvino, monkeypatch, tmp_path):
-    monkeypatch.setattr(fake_openvino, "fail_at", 4)  # warm-up 1, then fails on its third timed run of batch 1
+def test_a_peer_that_fails_to_run_is_dropped_and_the_sweep_goes_on(mlp_file, fake_openvino, tmp_path):
+    fake_openvino(peer_fakes.FailsOnItsFourthRun)  # warm-up 1, then fails on its third timed run of batch 1
     out = tmp_path / "r.json"
     r = invoke(mlp_file, "--batch", "1,2", "--runs", "3", "--warmup", "1", "--vs", "openvino", "--vs", "cpu", "--json", out)
     assert r.exit_code == 0, r.output
@@ -205,6 +187,17 @@ def test_a_peer_that_fails_to_run_is_dropped_and_the_sweep_goes_on(mlp_file, fak
     assert [res["optim"]["runs"] for res in d["results"]] == [3, 3]
     lines = r.output.splitlines()
     assert [line.split()[0] for line in lines[lines.index("sweep:") + 2:]][:2] == ["1", "2"]
+
+
+@pytest.mark.parametrize("fake, says", [(peer_fakes.CrashesLoading, "--vs openvino crashed (signal SIGSEGV) loading the model"),
+                                        (peer_fakes.CrashesOnItsSecondRun, "--vs openvino crashed (signal SIGSEGV) on this model")])
+def test_a_peer_that_crashes_is_one_line_and_the_benchmark_completes(mlp_file, fake_openvino, fake, says):
+    """OpenVINO segfaults compiling some int8 models: the peer runs in a child process, so its crash is a note."""
+    fake_openvino(fake)
+    r = invoke(mlp_file, "--input", "x:1x16", "--runs", "3", "--warmup", "1", "--vs", "openvino", "--vs", "cpu")
+    assert r.exit_code == 0, r.output
+    assert any(line.startswith("note: " + says) for line in r.output.splitlines()), r.output
+    assert "ratio CPU EP / OptimEP median" in r.output and "Traceback" not in r.output
 
 
 def test_profile_after_the_benchmark(mlp_file, tmp_path):
@@ -244,3 +237,22 @@ def test_missing_and_non_onnx_files(tmp_path):
     bad.write_text("nope")
     r = invoke(bad)
     assert r.exit_code == 2 and "is not an ONNX model" in r.output
+
+
+def test_a_session_that_times_itself_is_counted_by_its_own_clock():
+    """A peer in a child process reports how long its run took there (`last_seconds`); the pipe's round trip is
+    not the runtime's time, so time_alternating counts the former."""
+    from optim.ep_plugin.timing import time_alternating
+
+    class SelfTimed:
+        last_seconds = None
+
+        def run(self, _outputs, _feeds):
+            self.last_seconds = 0.25
+
+    class Plain:
+        def run(self, _outputs, _feeds):
+            pass
+
+    times = time_alternating({"child": SelfTimed(), "here": Plain()}, {}, warmup=1, runs=3, duration=None)
+    assert times["child"] == [0.25] * 3 and all(t < 0.25 for t in times["here"])
