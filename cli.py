@@ -316,8 +316,9 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, precision, seed
 @click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's, one per core).")
 @click.option("--vs", multiple=True, type=click.Choice(VS_CHOICES),
               help="Also time ONNX Runtime's CPU EP (all graph optimizations / none) or OpenVINO (if installed; "
-                   "float math in f32, or bf16 with openvino-bf16), alternating runs. Repeatable. A runtime "
-                   "that fails to load or run the model is reported in one line; the others still run.")
+                   "float math in f32, or bf16 with openvino-bf16), alternating runs. Repeatable. Each runs in a "
+                   "process of its own: one that fails to load or run the model, or crashes, is reported in one "
+                   "line; the others still run.")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Also run N threads on one OptimEP session.")
 @click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
