@@ -55,9 +55,11 @@ class Peak:
         kernels = _ISA_KERNELS.get(isa)
         if kernels is None:
             return self
-        fp32, int8 = kernels[0], kernels[1 if weight_bits == 7 else 2]
-        f32 = max((k for k in fp32 if k in self.measured), key=self.measured.get)
-        i8 = max((k for k in int8 if k in self.measured), key=self.measured.get)
+        fp32 = [k for k in kernels[0] if k in self.measured]
+        int8 = [k for k in kernels[1 if weight_bits == 7 else 2] if k in self.measured]
+        if not fp32 or not int8:  # a kernel set this CPU cannot run: OptimEP refuses it, the peaks say nothing
+            return self
+        f32, i8 = max(fp32, key=self.measured.get), max(int8, key=self.measured.get)
         return Peak(self.threads, self.measured[f32], f32, self.measured[i8], i8, self.measured)
 
 
