@@ -433,6 +433,10 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, p
 @click.option("--max-float", type=click.IntRange(min=1), metavar="N",
               help="With --target: keep at most N nodes in float (default: as many as it takes).")
 @click.option("--dynamic", is_flag=True, help="Weights only (no calibration): dynamic quantization.")
+@click.option("--allow-loss", is_flag=True,
+              help="Write the model even when an output, or a part of one a Concat made, collapses in int8 (its values "
+                   "all one level, or cosine below 0.9 against float); by default that is an error and nothing is "
+                   "written.")
 @click.option("--logits", metavar="OUTPUT", help="Output holding class logits: report top-1 agreement.")
 @click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS", help="Shapes for random data with dynamic dims.")
 @click.option("--compare", is_flag=True, help="Also measure the int8 model on ONNX Runtime's CPU EP.")
@@ -440,7 +444,7 @@ def profile_cmd(model, inputs_file, shapes, batch, warmup, runs, threads, isa, p
 @click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
 @_reports_errors()
 def quantize(model, output, calibration, calib_random, evaluation, method, activations, per_tensor, weight_bits, exclude,
-             op_types, target, max_float, dynamic, logits, shapes, compare, as_json, verbose):
+             op_types, target, max_float, dynamic, allow_loss, logits, shapes, compare, as_json, verbose):
     """Quantize MODEL to int8 QDQ (int8 weights per channel, uint8/int8 activations per tensor) and
     report its accuracy against the float model on held-out inputs, measured on OptimEP.
 
@@ -453,7 +457,8 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     _check_onnx_file(model)
     result = do_quantize(model, output, calibration=calibration, calibration_random=calib_random,
                          evaluation=evaluation, method=method, activation_type=activations,
-                         per_channel=not per_tensor, weight_bits=int(weight_bits), exclude=list(exclude),
+                         per_channel=not per_tensor, weight_bits=int(weight_bits), allow_loss=allow_loss,
+                         exclude=list(exclude),
                          op_types=[t.strip() for t in op_types.split(",") if t.strip()] if op_types else None,
                          dynamic=dynamic, logits=logits, target=target, max_float=max_float,
                          compare_cpu=compare, shapes=_parse_shapes(shapes),
@@ -474,6 +479,8 @@ def quantize(model, output, calibration, calib_random, evaluation, method, activ
     click.echo(f"on OptimEP: {p['optim_nodes']}/{p['total_nodes']} nodes, {p['integer_units']} integer unit(s)")
     if result.excluded:
         click.echo(f"kept in float: {', '.join(result.excluded)}")
+    for kept in result.kept_float_ranges:
+        click.echo(f"kept in float: {kept['reason']}")
     fallback = result.fallback
     if fallback and not fallback["kept_float"]:
         click.echo(f"target {fallback['target']} met with every node quantized ({fallback['int8_value']:.5f})")

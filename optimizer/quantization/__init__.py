@@ -13,8 +13,8 @@ package adds the data handling, the checks, and the report. Needs onnx, onnxrunt
 from .accuracy import OutputAccuracy, measure_accuracy
 from .calibration import CalibrationError, load_calibration, random_calibration
 from .fallback import FallbackError, FallbackResult
-from .quantize import QuantizeResult, quantize
+from .quantize import CollapseError, QuantizeResult, quantize
 from .target import Target, parse_target
 
-__all__ = ["CalibrationError", "FallbackError", "FallbackResult", "OutputAccuracy", "QuantizeResult", "Target",
+__all__ = ["CalibrationError", "CollapseError", "FallbackError", "FallbackResult", "OutputAccuracy", "QuantizeResult", "Target",
            "load_calibration", "measure_accuracy", "parse_target", "quantize", "random_calibration"]

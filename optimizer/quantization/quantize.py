@@ -27,6 +27,7 @@ from .backend import ACTIVATION_TYPES, METHODS, WEIGHT_BITS, StaticQuantizer, qu
 from .calibration import CalibrationError, load_calibration, random_calibration
 from .fallback import search
 from .qdq_opset import QDQ_OPSET, raise_to_qdq_opset
+from .slices import concat_traps, output_slices
 from .target import parse_target
 
 # Ops whose presence means the model is quantized already.
@@ -52,6 +53,7 @@ class QuantizeResult:
     op_types: list[str] | None = None  # the op types quantized (None: every type onnxruntime can)
     fallback: dict | None = None  # with a target: FallbackResult.to_dict()
     opset_converted_from: int | None = None  # the model's opset when it had to be raised to 13 first
+    kept_float_ranges: list[dict] = field(default_factory=list)  # Concats kept float: {"node", "reason"} (slices.py)
     weight_bits: int = 8  # 8: int8 weights in [-127, 127]; 7: in [-64, 64] (exact u8 x s8 kernels without VNNI)
 
     def to_dict(self) -> dict:
@@ -67,6 +69,19 @@ def weight_bits_hint(isa: str | None, weight_bits: int, integer_units: int) -> s
         return None
     return (f"this CPU has no VNNI (OptimEP's kernels: {isa}): 8-bit weights run on int16 pairs here; --weight-bits 7 "
             "runs the u8 x s8 kernels, up to twice as fast on AVX2, at the accuracy cost the report then shows")
+
+
+class CollapseError(OptimizeError):
+    """An output (or a part of one) lost its signal in int8; nothing was written."""
+
+
+def _collapse_message(row: OutputAccuracy) -> str:
+    part = next((s for s in row.slices if s.collapsed), None)
+    what = f"output '{row.output}'" + (f", the part from {part.part}," if part else "")
+    levels, cosine = (part.levels, part.cosine) if part else (row.levels, row.cosine)
+    how = "its int8 values are all one level" if levels == 1 else f"cosine {cosine:.3f} against float"
+    return (f"{what} collapsed in int8 ({how}; the whole output's cosine is {row.cosine:.5f}). Keep the nodes that make "
+            "it in float (--exclude NODE or an op type), or give --allow-loss to write the model anyway")
 
 
 def _already_quantized(model: onnx.ModelProto) -> list[str]:
@@ -144,6 +159,7 @@ def quantize(
     activation_type: str = "uint8",
     per_channel: bool = True,
     weight_bits: int = 8,
+    allow_loss: bool = False,
     exclude: list[str] | None = None,
     op_types: list[str] | None = None,
     dynamic: bool = False,
@@ -161,6 +177,9 @@ def quantize(
     op_types: quantize only nodes of these types (e.g. ["MatMul"]; default every type onnxruntime can).
     weight_bits: 8, or 7 for weights in [-64, 64], which OptimEP runs on its exact u8 x s8 kernels on CPUs without
     VNNI (AVX2), up to twice as fast there as 8-bit weights, for some accuracy (the report measures it).
+    A Concat whose inputs' ranges differ by more than slices.RANGE_RATIO_LIMIT stays float (kept_float_ranges). An
+    output, or a part of one a Concat made, that collapses in int8 (accuracy.COLLAPSE_COSINE) is a CollapseError
+    (nothing written) unless allow_loss.
     target: "cosine>=X", "mean_cosine>=X", "sqnr>=DB" or "top1>=F" on the held-out batches on OptimEP:
     the most sensitive nodes (at most max_float) stay float until it holds; FallbackError (an
     OptimizeError, nothing written) when it cannot be met."""
@@ -199,10 +218,13 @@ def quantize(
         say(f"converted the model from opset {converted_from} to {QDQ_OPSET} (int8 QDQ needs it); outputs unchanged")
 
     fallback = None
+    traps = [] if dynamic else [t for t in concat_traps(float_model, calib_batches) if t.node not in excluded]
+    for trap in traps:
+        say(trap.reason)
     with tempfile.TemporaryDirectory(prefix="optim-quantize-") as tmp:
         src = Path(tmp) / "float.onnx"
         onnx.save_model(float_model, str(src), save_as_external_data=external)
-        reference = Reference(cpu_session(str(src)), eval_batches, logits)
+        reference = Reference(cpu_session(str(src)), eval_batches, logits, output_slices(float_model))
         if dynamic:
             say("quantizing weights (dynamic)")
             int8_model, _ = load_model(quantize_dynamic_model(src, Path(tmp) / "int8.onnx", per_channel=per_channel,
@@ -216,11 +238,12 @@ def quantize(
             def build(nodes: list[str]) -> onnx.ModelProto:
                 return load_model(quantizer.build(nodes))[0]
 
+            kept = excluded + [t.node for t in traps]
             if goal is None:
-                int8_model = build(excluded)
+                int8_model = build(kept)
             else:
                 int8_model, found_fallback = search(goal, build, float_model, quantized_op_types(op_types), reference,
-                                                    excluded, max_float, say)
+                                                    kept, max_float, say)
                 fallback = found_fallback.to_dict()
         say(f"measuring accuracy on {len(eval_batches)} held-out batch(es)")
         with model_source(int8_model) as source:
@@ -231,10 +254,15 @@ def quantize(
         where = placement(runtimes["OptimEP"]).to_dict()
         if hint := weight_bits_hint(where.get("isa"), weight_bits, where.get("integer_units", 0)):
             notes.append(hint)
+        collapsed = [row for row in accuracy if row.runtime == "OptimEP" and row.collapsed]
+        if collapsed and not allow_loss:
+            raise CollapseError(_collapse_message(collapsed[0]))
+        notes += [f"kept despite --allow-loss: {_collapse_message(row)}" for row in collapsed]
         save_model(int8_model, output, external=external)
     return QuantizeResult(
         path=str(output), mode="dynamic" if dynamic else "static", method=None if dynamic else method,
         activation_type=None if dynamic else activation_type, calibration_batches=len(calib_batches),
         evaluation_batches=len(eval_batches), random_calibration=bool(calibration_random and not dynamic and calibration is None),
         excluded=excluded, accuracy=accuracy, placement=where, seconds=time.perf_counter() - t0, warnings=notes,
-        op_types=op_types, fallback=fallback, opset_converted_from=converted_from, weight_bits=weight_bits)
+        op_types=op_types, fallback=fallback, opset_converted_from=converted_from, weight_bits=weight_bits,
+        kept_float_ranges=[{"node": t.node, "reason": t.reason} for t in traps])

@@ -30,9 +30,12 @@ class Target:
         return f"{self.metric}>={self.threshold:g}"
 
     def value(self, rows: list[OutputAccuracy], runtime: str = "OptimEP") -> float:
-        """The measured value: the worst output's (top1: the logits output's) on `runtime`."""
+        """The measured value: the worst output's (top1: the logits output's) on `runtime`; cosine and SQNR also
+        count each part of an output that a Concat made (accuracy.py's slices)."""
         field = METRICS[self.metric][0]
         values = [getattr(r, field) for r in rows if r.runtime == runtime and getattr(r, field) is not None]
+        if field in ("cosine", "sqnr_db"):
+            values += [getattr(s, field) for r in rows if r.runtime == runtime for s in r.slices]
         if not values:
             raise OptimizeError(f"target {self} needs a {self.metric} measurement, and the report has none")
         return min(values)
