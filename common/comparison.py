@@ -68,6 +68,7 @@ class OutputCheck:
     inputs: int = 0  # which of the caller's input sets (0 where there is one)
     atol: float = 0.0
     rtol: float = 0.0
+    rel_measured: bool = True  # False when no reference value exceeds atol: max_rel then measures nothing
 
     def failure(self) -> str:
         """What a failed check's message says: the problem, after the error figures where they were measured."""
@@ -131,6 +132,7 @@ def _numbers(check: OutputCheck, got: np.ndarray, want: np.ndarray, kind: str, g
     meaningful = scale > check.atol
     check.max_abs = float(diff.max())
     check.max_rel = float((diff[meaningful] / scale[meaningful]).max()) if meaningful.any() else 0.0
+    check.rel_measured = bool(meaningful.any())
     # Integers are compared as they are: float64 cannot tell large int64 values one apart.
     over = (got != want) if kind == "exact" else diff > check.atol + check.rtol * scale
     check.passed = not over.any()

@@ -236,3 +236,35 @@ def test_precision_bf16_runs_the_weights_in_bf16_where_the_cpu_has_it_and_is_ref
     assert_one_sentence(r, 1, "precision=bf16 needs a CPU with AVX512-BF16")
     r = invoke("run", mlp_file, "--input", "x:4x12", "--precision", "fp16")
     assert r.exit_code == 2 and "'fp16' is not one of 'fp32', 'bf16'" in r.output
+
+
+# --- what --compare compares with ----------------------------------------------------------------------
+
+def test_compare_names_its_reference_and_takes_the_qdq_graph_as_written(tmp_path):
+    """A float model against the CPU EP as ONNX Runtime optimizes it; a QDQ model against the CPU EP with graph
+    optimizations off (dequantize, float op, quantize: OptimEP's integer units equal that exactly)."""
+    from qdq_models import qconv_unit_model
+
+    c = dict(spatial=2, n=1, groups=1, cin_g=4, cout_g=8, kernel=[3, 3], strides=[1, 1], dilations=[1, 1],
+             pads=[1, 1, 1, 1], size=[6, 6], x_type="u8", y_type="u8", w_zero=0, relu=False, seed=3)
+    qdq = tmp_path / "qdq.onnx"
+    qdq.write_bytes(qconv_unit_model(c)[0])
+    r = invoke("run", qdq, "--compare", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["reference"] == "ONNX Runtime's CPU EP, graph optimizations off (the QDQ graph as written)"
+    assert out["max_abs_error"] <= 1  # within a quantization step of the graph as written (0 where the scales allow)
+    r = invoke("run", qdq, "--compare")
+    assert "compared with ONNX Runtime's CPU EP, graph optimizations off" in r.output
+
+
+def test_a_relative_error_that_measures_nothing_says_so(tmp_path):
+    """Every reference value within atol of 0: the relative error is n/a, not 0."""
+    path = tmp_path / "tiny.onnx"
+    path.write_bytes(make_model([N("Mul", ["x", "s"], ["y"])], {"x": (np.float32, [3, 4])}, ["y"],
+                                {"s": np.array(1e-7, np.float32)}))
+    r = invoke("run", path, "--compare")
+    assert r.exit_code == 0, r.output
+    assert "compared with ONNX Runtime's CPU EP:" in r.output and "max rel error n/a (every reference value within" in r.output
+    out = json.loads(invoke("run", path, "--compare", "--json").output)
+    assert out["max_rel_error"] is None and out["checks"][0]["max_rel"] is None
