@@ -40,7 +40,8 @@ def _reports_errors(runtime_errors: bool = False, explain=None):
     check: the input was fine, nothing was written) exits 1; with runtime_errors, any other exception is
     ONNX Runtime's (or OptimEP's) and exits 1 with its cause. explain(error, verbose) prints what the command
     shows before the sentence (report rows, pass events) and returns the sentence. -v (the command's
-    `verbose`) prints the traceback first, with the error the sentence summarises."""
+    `verbose`) prints the traceback first, with the error the sentence summarises. With --json (the command's
+    `as_json`) stdout still gets one JSON object: {"error": the sentence, "stage": the command, "exit_code": ...}."""
 
     def decorate(command):
         @functools.wraps(command)
@@ -60,9 +61,11 @@ def _reports_errors(runtime_errors: bool = False, explain=None):
                     message = explain(e, verbose)
                 else:
                     message = str(e) if ours else _ort_message(e)
-                if isinstance(e, CheckFailed):  # checked first: a failed verification is also an ExportError
-                    raise click.ClickException(message) from None
-                if isinstance(e, UserError):
+                usage = isinstance(e, UserError) and not isinstance(e, CheckFailed)  # a failed check: exit 1
+                if kwargs.get("as_json"):
+                    click.echo(json.dumps({"error": message, "stage": command.__name__.removesuffix("_cmd"),
+                                           "exit_code": 2 if usage else 1}))
+                if usage:
                     raise _UsageError(message) from None
                 raise click.ClickException(message) from None
 

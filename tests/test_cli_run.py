@@ -268,3 +268,18 @@ def test_a_relative_error_that_measures_nothing_says_so(tmp_path):
     assert "compared with ONNX Runtime's CPU EP:" in r.output and "max rel error n/a (every reference value within" in r.output
     out = json.loads(invoke("run", path, "--compare", "--json").output)
     assert out["max_rel_error"] is None and out["checks"][0]["max_rel"] is None
+
+
+def test_json_output_stays_json_when_the_command_fails(mlp_file, tmp_path):
+    """--json promises one JSON object on stdout: a failure gives {"error", "stage", "exit_code"} (the sentence
+    still on stderr), for a bad input (exit 2) as for a model that cannot run."""
+    r = invoke("run", mlp_file, "--input", "x:2x13", "--json")
+    assert r.exit_code == 2
+    out = json.loads(r.stdout)
+    assert out["stage"] == "run" and out["exit_code"] == 2 and "x" in out["error"]
+    r = invoke("quantize", mlp_file, "-o", tmp_path / "q.onnx", "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 2 and out["stage"] == "quantize" and "calibration data" in out["error"]
+    r = invoke("profile", mlp_file, "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 2 and out["stage"] == "profile" and "dynamic" in out["error"]
