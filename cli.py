@@ -12,7 +12,7 @@ import click
 from optim.common.errors import CheckFailed, UserError
 from optim.ep_plugin import EP_NAME, ISAS, PRECISIONS
 from optim.ep_plugin.tools.benchmark import VS_CHOICES
-from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES
+from optim.optimizer import DEFAULT_MAX_ROUNDS, FLOAT_ATOL, FLOAT_RTOL, PASS_NAMES, Tolerance
 from optim.optimizer.proof import DYNAMIC_DIMS
 
 # Kernel sets OptimEP can be forced to (auto: the best this CPU runs; avxvnni and avx512vnni add VNNI int8 GEMMs
@@ -148,10 +148,18 @@ def _explain_export(error: Exception, _verbose: bool) -> str:
               help="auto tries torch.export (dynamo) first, then the TorchScript exporter.")
 @click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="state_dict for a module:factory SPEC.")
 @click.option("--trust-pickle", is_flag=True, help="Allow a fully pickled nn.Module (unpickling runs its code).")
+@click.option("--atol", type=click.FloatRange(min=0), default=FLOAT_ATOL, show_default=True,
+              help="Verification tolerance: |onnx - torch| <= atol + rtol*|torch| on float outputs (integer and bool "
+                   "outputs must be equal).")
+@click.option("--rtol", type=click.FloatRange(min=0), default=FLOAT_RTOL, show_default=True, help="See --atol.")
+@click.option("--no-verify", is_flag=True,
+              help="Write the file without checking it against PyTorch (the report says so). When a check fails, "
+                   "the error first says whether PyTorch's own float32 misses the tolerance against float64.")
 @click.option("--json", "as_json", is_flag=True, help="Print the export report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show exporter output and tracebacks.")
 @_reports_errors(explain=_explain_export)
-def export(spec, output, inputs, example_inputs, dynamic, baked, opset, exporter, weights, trust_pickle, as_json, verbose):
+def export(spec, output, inputs, example_inputs, dynamic, baked, opset, exporter, weights, trust_pickle, atol, rtol,
+           no_verify, as_json, verbose):
     """Export SPEC to ONNX and verify it against PyTorch.
 
     SPEC is a TorchScript archive, a torch.export .pt2 archive, a zoo model name (mlp, cnn,
@@ -173,13 +181,18 @@ def export(spec, output, inputs, example_inputs, dynamic, baked, opset, exporter
         logging.getLogger().setLevel(logging.INFO)
     result = do_export(spec, output, inputs=list(inputs) or None, example_inputs=example_inputs,
                        dynamic=list(dynamic) or None, args=list(baked) or None, opset=opset, exporter=exporter, weights=weights,
-                       trust_pickle=trust_pickle, verbose=verbose, progress=_progress)
+                       trust_pickle=trust_pickle, verify=not no_verify, tolerance=Tolerance(atol, rtol), verbose=verbose,
+                       progress=_progress)
+    if no_verify:
+        _progress("warning: the file was not verified against PyTorch (--no-verify)")
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
     click.echo(f"exported {result.kind} with the {result.exporter} exporter (opset {result.opset}) -> {result.path}")
     if result.baked_args:
         click.echo("baked into the graph: " + ", ".join(f"{k}={v!r}" for k, v in result.baked_args.items()))
+    if not result.verified:
+        click.echo("  not verified against PyTorch (--no-verify)")
     for line in _report_lines(result.report):
         click.echo(line)
 
@@ -238,7 +251,7 @@ def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, 
     the signature and match MODEL's outputs on ONNX Runtime's CPU EP, or nothing is written and the
     pass that broke it is named.
     """
-    from optim.optimizer import Tolerance, format_report, optimize as do_optimize
+    from optim.optimizer import format_report, optimize as do_optimize
 
     _check_onnx_file(model)
     result = do_optimize(model, output, skip=skip, only=only, simplify=not no_simplify, inputs=inputs_file,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from optim.common.comparison import DEFAULT_TOLERANCE, Tolerance
 from optim.common.staging import staged_output
 
 from .baked_args import Scalar, bake_args
@@ -20,6 +21,7 @@ from .loading import describe_kind, load_model
 from .outputs import flatten_outputs, output_names
 from .result import ExportResult, describe_values
 from .specs import InputSpec
+from .stability import as_float64, float64_twin
 from .to_onnx import EXPORTERS, export_onnx
 from .verify import verify_onnx
 
@@ -38,6 +40,7 @@ def export(
     weights: str | os.PathLike | None = None,
     trust_pickle: bool = False,
     verify: bool = True,
+    tolerance: Tolerance = DEFAULT_TOLERANCE,
     verbose: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ExportResult:
@@ -54,8 +57,11 @@ def export(
     graph (not inputs of the ONNX model).
     `exporter`: "auto" (dynamo, then TorchScript), "dynamo" or "torchscript".
     Verification runs the file on ONNX Runtime's CPU EP against PyTorch on the example inputs
-    and, with dynamic axes, on inputs resized along every one of them (tolerances in optim.common.comparison).
-    The file appears only after it passed (or verify=False); an existing file is replaced then.
+    and, with dynamic axes, on inputs resized along every one of them, within `tolerance` (float outputs;
+    integer and bool outputs must be equal). When it fails, the model also runs in float64 and the error
+    says whether PyTorch's own float32 misses the tolerance (an unstable model, not a wrong export).
+    The file appears only after it passed, or unchecked with verify=False (a warning in the log and
+    result.verified False); an existing file is replaced then.
     progress(str) gets a short line as each step starts (loading, exporting, verifying) and says
     what SPEC was found to be.
     Raises ExportError with one sentence for anything the user can fix; VerificationError (an
@@ -74,6 +80,9 @@ def export(
 
     def reference(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         return [t.detach().cpu().numpy() for _, t in _run_torch(loaded.module, specs, feeds)]
+
+    def reference64(feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        return [t.detach().cpu().numpy() for _, t in _run_torch(float64_twin(loaded.module), specs, as_float64(feeds))]
 
     try:
         outputs = _run_torch(loaded.module, specs, examples)
@@ -95,9 +104,11 @@ def export(
             checks = [("example", examples)]
             if any(s.dynamic for s in specs):
                 checks.append(("resized", resized_inputs(specs, examples)))
-            report = verify_onnx(staged, reference, checks, progress=say)
+            report = verify_onnx(staged, reference, checks, progress=say, tolerance=tolerance, reference64=reference64)
+        else:
+            log.warning("%s was not verified against PyTorch (verify=False)", output)
         onnx_inputs, onnx_outputs = describe_values(staged)
-    return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report, baked)
+    return ExportResult(str(output), loaded.kind, used, opset, onnx_inputs, onnx_outputs, report, baked, verified=verify)
 
 
 def _run_torch(module, specs: list[InputSpec], feeds: Mapping[str, np.ndarray]):

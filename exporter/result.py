@@ -29,10 +29,12 @@ class ExportResult:
     outputs: list[dict]
     report: list[dict] = field(default_factory=list)
     baked_args: dict = field(default_factory=dict)  # forward's non-tensor arguments fixed by --arg
+    verified: bool = True  # False: written unchecked (--no-verify), `report` is empty
 
     @property
     def passed(self) -> bool:
-        return all(row["passed"] for row in self.report)
+        """Verified, and every check passed."""
+        return self.verified and all(row["passed"] for row in self.report)
 
     def to_dict(self) -> dict:
         """Plain JSON-ready data; non-finite numbers become None (JSON has no inf or NaN)."""

@@ -146,3 +146,31 @@ class SampleRateTensor(SampleRateSwitch):
             return torch.relu(self.conv16k(x))[:, :, :8]
         return torch.sigmoid(self.conv8k(x))[:, :, :8]
 
+
+class Cancelling(nn.Module):
+    """Unstable in float32: each output is the small difference of two ~1e3 sums (as in untrained nets with
+    large activations), so two correct float32 GEMMs that sum in different orders differ by ~1e-3, and
+    PyTorch's own float32 differs from its float64 as much."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        weight = torch.randn(64, 1024, generator=g) * 100
+        self.a, self.b = nn.Linear(1024, 64, bias=False), nn.Linear(1024, 64, bias=False)
+        with torch.no_grad():
+            self.a.weight.copy_(weight)
+            self.b.weight.copy_(weight + 1e-3 * torch.randn(64, 1024, generator=g))
+
+    def forward(self, x):
+        return self.a(x) - self.b(x)
+
+
+def cancelling():
+    return Cancelling().eval()
+
+
+class Float32Constant(nn.Module):
+    """Makes a float32 tensor in forward: PyTorch cannot run it in float64 (float64 @ float32 fails)."""
+
+    def forward(self, x):
+        return x @ torch.ones(8, 4)

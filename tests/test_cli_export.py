@@ -140,7 +140,31 @@ def test_failed_verification_exits_1_with_the_report_and_no_file(tmp_path, onnx_
     assert error.startswith("Error: verification against PyTorch failed, so no file was written: output 'output' on the "
                             "example inputs: max abs error 1, ")
     assert "over tolerance float (|diff| <= 0.0001 + 0.0001*|torch|)" in error
+    assert "PyTorch's float32 is within the tolerance of float64 and ONNX Runtime is not" in error
+    assert error.endswith("to keep the file, loosen the check (--atol 2) or write it unverified (--no-verify)")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_atol_and_rtol_loosen_the_check(tmp_path, onnx_off_by_one):
+    out = tmp_path / "small.onnx"
+    result = optim_export("optimtest_factories:build", "--input", "x:1x8", "--exporter", "torchscript", "--atol", "1.5",
+                          "--rtol", "0", "--json", "-o", out)
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["report"]
+    assert row["passed"] and (row["atol"], row["rtol"]) == (1.5, 0.0) and row["tolerance"] == "float (|diff| <= 1.5 + 0*|torch|)"
+
+
+def test_no_verify_writes_the_file_and_says_it_was_not_checked(tmp_path, onnx_off_by_one):
+    out = tmp_path / "small.onnx"
+    result = optim_export("optimtest_factories:build", "--input", "x:1x8", "--exporter", "torchscript", "--no-verify",
+                          "-o", out)
+    assert result.exit_code == 0, result.output
+    assert "optim: warning: the file was not verified against PyTorch (--no-verify)" in result.stderr.splitlines()
+    assert "  not verified against PyTorch (--no-verify)" in result.stdout.splitlines() and out.exists()
+    as_json = optim_export("optimtest_factories:build", "--input", "x:1x8", "--exporter", "torchscript", "--no-verify",
+                           "--json", "-o", out)
+    data = json.loads(as_json.stdout)
+    assert data["verified"] is False and data["report"] == []
 
 
 # --- every input kind from the command line ---------------------------------------------------------
@@ -211,8 +235,10 @@ def test_zoo_model_default_exporter_json_fields(tmp_path):
     result = optim_export("mlp", "-o", out, "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert set(report) == {"path", "kind", "exporter", "opset", "inputs", "outputs", "report", "baked_args"}
+    assert set(report) == {"path", "kind", "exporter", "opset", "inputs", "outputs", "report", "baked_args",
+                           "verified"}
     assert (report["path"], report["kind"], report["exporter"], report["opset"]) == (str(out), "zoo", "dynamo", 18)
+    assert report["verified"] is True
     assert report["inputs"] == [{"name": "x", "shape": ["batch", 64], "dtype": "float32"}]
     assert report["outputs"] == [{"name": "output", "shape": ["batch", 10], "dtype": "float32"}]
     assert [(r["output"], r["check"], r["passed"]) for r in report["report"]] == [

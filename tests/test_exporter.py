@@ -31,6 +31,7 @@ from optim.exporter import (
 )
 
 import optimtest_factories as factories
+from optim.common.comparison import Tolerance
 
 FACTORIES = "optimtest_factories"  # tests/optimtest_factories.py: the test models, importable by name
 
@@ -400,3 +401,54 @@ def test_verify_false_skips_the_checks(tmp_path, monkeypatch):
     monkeypatch.setattr(ort, "InferenceSession", no_session)
     result = export(f"{FACTORIES}:build", tmp_path / "small.onnx", inputs=["x:1x8"], exporter="torchscript", verify=False)
     assert result.report == [] and (tmp_path / "small.onnx").exists()
+
+
+# --- tolerances, and telling an unstable model from a wrong export ------------------------------------
+
+
+def test_an_unstable_model_fails_with_float64_saying_it_is_the_model_not_the_export(tmp_path):
+    # PyTorch's float32 misses the 1e-4 tolerance against its own float64 on this model, like ONNX Runtime does.
+    with pytest.raises(VerificationError) as failed:
+        export(f"{FACTORIES}:cancelling", tmp_path / "c.onnx", inputs=["x:2x1024"], exporter="torchscript")
+    message = str(failed.value)
+    assert "output 'output': PyTorch's float32 is off float64 by max abs " in message
+    # Both float32 runtimes land about as far from float64 ("as close as PyTorch", within AS_CLOSE_FACTOR);
+    # either way the sentence says the model is unstable.
+    assert "is unstable in float32" in message
+    atol = float(message.split("--atol ")[1].split(")")[0])
+    assert atol > max(row["max_abs"] for row in failed.value.report)
+    assert message.endswith("or write it unverified (--no-verify)")
+    assert list(tmp_path.iterdir()) == []
+    # The suggested tolerance passes.
+    result = export(f"{FACTORIES}:cancelling", tmp_path / "c.onnx", inputs=["x:2x1024"], exporter="torchscript",
+                    tolerance=Tolerance(atol=atol))
+    assert result.passed and result.report[0]["atol"] == atol
+
+
+def test_a_wrong_export_is_told_apart_from_an_unstable_model(tmp_path, onnx_off_by_one):
+    with pytest.raises(VerificationError, match="output 'output': PyTorch's float32 is off float64 by max abs [0-9.e-]+, "
+                                                "ONNX Runtime's by 1: PyTorch's float32 is within the tolerance of "
+                                                "float64 and ONNX Runtime is not, so the exported graph differs"):
+        export(f"{FACTORIES}:build", tmp_path / "small.onnx", inputs=["x:1x8"], exporter="torchscript")
+
+
+def test_a_model_that_cannot_run_in_float64_still_fails_with_its_figures(tmp_path, onnx_off_by_one):
+    with pytest.raises(VerificationError, match=r"max abs error 1, .*; PyTorch cannot run this model in float64 to tell "
+                                                r"\(RuntimeError: .*\); to keep the file, loosen the check \(--atol 2\)"):
+        export(f"{FACTORIES}:Float32Constant", tmp_path / "f.onnx", inputs=["x:1x8"], exporter="torchscript")
+
+
+def test_unverified_export_says_so(tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="optim.exporter"):
+        result = export(f"{FACTORIES}:cancelling", tmp_path / "c.onnx", inputs=["x:2x1024"], exporter="torchscript",
+                        verify=False)
+    assert not result.verified and not result.passed and result.to_dict()["verified"] is False
+    assert "was not verified against PyTorch" in caplog.text
+    assert (tmp_path / "c.onnx").exists()
+
+
+@pytest.mark.parametrize("max_abs, atol", [(0.00123, 0.002), (0.0049, 0.005), (0.005, 0.01), (0.7, 1.0), (1.0, 2.0)])
+def test_suggested_atol_is_a_round_number_above_the_error(max_abs, atol):
+    from optim.exporter.stability import suggested_atol
+
+    assert suggested_atol(max_abs) == pytest.approx(atol)
