@@ -3,7 +3,8 @@
 different ones. Quantized everywhere with minmax ranges the embeddings reach a mean cosine of about 0.946
 (the second FFN MatMul of each layer reads GELU outputs with outliers); the search keeps those in float.
 The int8 model, run on OptimEP, must give a mean per-sentence cosine of at least 0.99 against the float
-embeddings on the held-out sentences, and stay close on sentences neither step saw."""
+embeddings on the held-out sentences, and stay close on sentences neither step saw. Without --op-types, quantize
+measures every op type, finds the embeddings lost, and takes the MatMuls only, saying so (recipe.py)."""
 
 from __future__ import annotations
 
@@ -107,23 +108,48 @@ def mean_cosine(ref: np.ndarray, got: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def quantized(tmp_path_factory):
-    """`optim export minilm` then `optim quantize --op-types MatMul --target mean_cosine>=0.99`."""
+def exported(tmp_path_factory):
+    """`optim export minilm`, calibration sentences and held-out sentences in a folder."""
     d = tmp_path_factory.mktemp("minilm_int8")
     np.savez(d / "example.npz", **minilm.tokenize(CALIBRATION[:2], length=LENGTH))
-    runner = CliRunner()
-    r = runner.invoke(main, ["export", "minilm", "-o", str(d / "minilm.onnx"), "--example-inputs", str(d / "example.npz"),
-                             "--input", "input_ids:batchxsequence:int64", "--input", "attention_mask:batchxsequence:int64"])
+    r = CliRunner().invoke(main, ["export", "minilm", "-o", str(d / "minilm.onnx"), "--example-inputs", str(d / "example.npz"),
+                                  "--input", "input_ids:batchxsequence:int64", "--input",
+                                  "attention_mask:batchxsequence:int64"])
     assert r.exit_code == 0, r.output
     (d / "calib").mkdir()
     for i in range(0, len(CALIBRATION), 4):
         np.savez(d / "calib" / f"{i:02d}.npz", **minilm.tokenize(CALIBRATION[i:i + 4], length=LENGTH))
     np.savez(d / "heldout.npz", **minilm.tokenize(HELD_OUT, length=LENGTH))
-    r = runner.invoke(main, ["quantize", str(d / "minilm.onnx"), "-o", str(d / "minilm.int8.onnx"), "--calib", str(d / "calib"),
-                             "--eval", str(d / "heldout.npz"), "--op-types", "MatMul", "--target", f"mean_cosine>={TARGET}",
-                             "--json"])
+    return d
+
+
+@pytest.fixture(scope="module")
+def quantized(exported):
+    """`optim quantize --op-types MatMul --target mean_cosine>=0.99` on the exported MiniLM."""
+    d = exported
+    r = CliRunner().invoke(main, ["quantize", str(d / "minilm.onnx"), "-o", str(d / "minilm.int8.onnx"), "--calib",
+                                  str(d / "calib"), "--eval", str(d / "heldout.npz"), "--op-types", "MatMul", "--target",
+                                  f"mean_cosine>={TARGET}", "--json"])
     assert r.exit_code == 0, r.output
     return d, json.loads(r.stdout)
+
+
+def test_default_quantize_takes_the_matmul_recipe_and_says_why(exported):
+    # No --op-types: every op type quantized loses the embeddings (the residual stream, softmax and LayerNorm inputs
+    # in int8); quantize measures that, then the MatMuls only, and keeps the better, naming both figures.
+    d = exported
+    r = CliRunner().invoke(main, ["quantize", str(d / "minilm.onnx"), "-o", str(d / "default.int8.onnx"), "--calib",
+                                  str(d / "calib"), "--eval", str(d / "heldout.npz")])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if x.startswith("quantized op types: "))
+    assert line.startswith("quantized op types: MatMul only (attention and LayerNorm: worst cosine 0.")
+    recipe = json.loads(CliRunner().invoke(main, ["quantize", str(d / "minilm.onnx"), "-o", str(d / "default.int8.onnx"),
+                                                  "--calib", str(d / "calib"), "--eval", str(d / "heldout.npz"),
+                                                  "--json"]).stdout)
+    chosen = recipe["recipe"]
+    assert chosen["op_types"] == recipe["op_types"] == ["MatMul"]
+    assert chosen["every_op_cosine"] < 0.99 and chosen["recipe_cosine"] > chosen["every_op_cosine"] + 0.01
+    assert recipe["accuracy"][0]["cosine"] == pytest.approx(chosen["recipe_cosine"], abs=1e-6)  # the model written
 
 
 def test_minilm_int8_meets_mean_cosine_099_on_held_out_sentences(quantized):

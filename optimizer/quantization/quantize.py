@@ -27,6 +27,7 @@ from .backend import ACTIVATION_TYPES, METHODS, WEIGHT_BITS, StaticQuantizer, qu
 from .calibration import CalibrationError, load_calibration, random_calibration
 from .fallback import search
 from .qdq_opset import QDQ_OPSET, raise_to_qdq_opset
+from .recipe import choose_recipe, is_transformer_like, worst_cosine
 from .slices import concat_traps, output_slices
 from .target import parse_target
 
@@ -55,6 +56,7 @@ class QuantizeResult:
     opset_converted_from: int | None = None  # the model's opset when it had to be raised to 13 first
     kept_float_ranges: list[dict] = field(default_factory=list)  # Concats kept float: {"node", "reason"} (slices.py)
     weight_bits: int = 8  # 8: int8 weights in [-127, 127]; 7: in [-64, 64] (exact u8 x s8 kernels without VNNI)
+    recipe: dict | None = None  # a transformer-like model's default op types: recipe.Recipe.to_dict()
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -174,7 +176,9 @@ def quantize(
 
     calibration: an .npz file, a folder of them, `module:function`, or a list of input dicts in memory.
 
-    op_types: quantize only nodes of these types (e.g. ["MatMul"]; default every type onnxruntime can).
+    op_types: quantize only nodes of these types (e.g. ["MatMul"]). Default: every type onnxruntime can, except for
+    a model with attention and a LayerNorm whose worst output falls below recipe.RECIPE_COSINE that way: then
+    MatMul (and Conv) only when that is closer to float (result.recipe says which and why).
     weight_bits: 8, or 7 for weights in [-64, 64], which OptimEP runs on its exact u8 x s8 kernels on CPUs without
     VNNI (AVX2), up to twice as fast there as 8-bit weights, for some accuracy (the report measures it).
     A Concat whose inputs' ranges differ by more than slices.RANGE_RATIO_LIMIT stays float (kept_float_ranges). An
@@ -217,7 +221,7 @@ def quantize(
     if converted_from is not None:
         say(f"converted the model from opset {converted_from} to {QDQ_OPSET} (int8 QDQ needs it); outputs unchanged")
 
-    fallback = None
+    fallback = recipe = None
     traps = [] if dynamic else [t for t in concat_traps(float_model, calib_batches) if t.node not in excluded]
     for trap in traps:
         say(trap.reason)
@@ -239,6 +243,17 @@ def quantize(
                 return load_model(quantizer.build(nodes))[0]
 
             kept = excluded + [t.node for t in traps]
+            if op_types is None and is_transformer_like(float_model):
+                def measure(types: list[str] | None) -> float:
+                    quantizer.op_types = types
+                    with model_source(build(kept)) as source:
+                        return worst_cosine(reference.compare("OptimEP", session(source)))
+
+                say("measuring every op type quantized on this transformer-like model (attention and LayerNorm)")
+                chosen = choose_recipe(float_model, measure, say)
+                say(chosen.reason)
+                op_types = quantizer.op_types = chosen.op_types
+                recipe = chosen.to_dict()
             if goal is None:
                 int8_model = build(kept)
             else:
@@ -265,4 +280,4 @@ def quantize(
         evaluation_batches=len(eval_batches), random_calibration=bool(calibration_random and not dynamic and calibration is None),
         excluded=excluded, accuracy=accuracy, placement=where, seconds=time.perf_counter() - t0, warnings=notes,
         op_types=op_types, fallback=fallback, opset_converted_from=converted_from, weight_bits=weight_bits,
-        kept_float_ranges=[{"node": t.node, "reason": t.reason} for t in traps])
+        kept_float_ranges=[{"node": t.node, "reason": t.reason} for t in traps], recipe=recipe)
