@@ -17,6 +17,7 @@ from .matmul_add import MatMulAddToGemm
 from .pad_conv import FoldPadIntoConv
 from .reshape_shapes import ConstantReshapeShapes
 from .reshapes import CollapseReshapes
+from .share_initializers import ShareIdenticalInitializers
 from .resize_sizes import ConstantResizeScales
 from .transposes import CollapseTransposes
 from .unused_initializers import RemoveUnusedInitializers
@@ -33,6 +34,7 @@ PASSES: tuple[type[Pass], ...] = (
     ConstantReshapeShapes,
     ConstantResizeScales,
     CollapseReshapes,
+    ShareIdenticalInitializers,
     RemoveDeadNodes,
     RemoveUnusedInitializers,
 )
