@@ -232,7 +232,8 @@ def _explain_proof(error: Exception, verbose: bool) -> str:
               help=".npz with one array per model input for the proof (default: random inputs).")
 @click.option("--input", "shapes", multiple=True, metavar="NAME:DIMS",
               help="Shape of a random proof input, e.g. x:8x64 (default: each dynamic dim "
-                   f"{' and '.join(map(str, DYNAMIC_DIMS))} in turn). Repeatable.")
+                   f"{' and '.join(map(str, DYNAMIC_DIMS))} in turn; if the model cannot take those, the image-like "
+                   "dims (past the first axis of float inputs) 224 and 320, then 320 and 640). Repeatable.")
 @click.option("--atol", type=click.FloatRange(min=0), default=FLOAT_ATOL, show_default=True,
               help="Proof tolerance: |optimized - input| <= atol + rtol*|input| on float outputs.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=FLOAT_RTOL, show_default=True, help="See --atol.")

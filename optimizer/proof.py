@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 
 from optim.common.comparison import DEFAULT_TOLERANCE, OutputCheck, Tolerance, compare_output
 from optim.ep_plugin import cpu_session
@@ -32,6 +33,11 @@ from .model_io import model_source
 # shapes): above 1, so batch- and sequence-mixing bugs show; two of them, so a rewrite that bakes
 # in one size fails on the other; small, so the proof stays fast.
 DYNAMIC_DIMS = (3, 5)
+# When the model cannot take those (a detector's strided backbone needs images of a multiple of 32), the dynamic
+# dims past the first axis of float inputs of rank 3 or more (image sides, audio frames) get these, in turn, and the
+# others (batch) BATCH_RETRY_DIMS; the first pair the input model runs on is used.
+SPATIAL_RETRY_DIMS = ((224, 320), (320, 640))
+BATCH_RETRY_DIMS = (2, 3)
 LABELS = ("optimized", "input model")  # how a check names the two sides
 
 
@@ -70,9 +76,9 @@ def signature(model: onnx.ModelProto) -> tuple:
 def make_reference(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray] | str | None = None,
                    shapes: Mapping[str, list[int]] | None = None, seed: int = 0) -> Reference:
     """Runs the input model on the CPU EP. `inputs`: arrays by name, an .npz path, or None for
-    random inputs (one set per size in DYNAMIC_DIMS when the model has dynamic dims, one set of
-    `shapes` when given). Raises OptimizeError when the model or the inputs cannot be run: the
-    proof needs the input model's outputs."""
+    random inputs (one set per size in DYNAMIC_DIMS when the model has dynamic dims, or image-like
+    sizes when it cannot take those (_random_sets); one set of `shapes` when given). Raises
+    OptimizeError when the model or the inputs cannot be run: the proof needs the input model's outputs."""
     with model_source(model) as source:
         try:
             session = cpu_session(source, optimization="disable")
@@ -80,28 +86,80 @@ def make_reference(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray] | st
             raise OptimizeError(f"ONNX Runtime's CPU EP cannot load the input model ({ort_error_message(e)}), "
                                 "so no optimized model could be checked against it") from None
     try:
-        if isinstance(inputs, Mapping):
-            sets, origin = [{k: np.asarray(v) for k, v in inputs.items()}], "given"
-        elif inputs is not None:
-            sets, origin = [load_inputs(inputs, session)], "given"
+        if inputs is None:
+            sets, outputs, origin = _random_sets(session, shapes, seed)
         else:
-            origin = f"random (seed {seed})"
-            dynamic = any(not isinstance(d, int) for i in session.get_inputs() for d in i.shape)
-            sizes = [DYNAMIC_DIMS[0]] if shapes or not dynamic else DYNAMIC_DIMS
-            sets = [random_inputs(session, {**{i.name: [d if isinstance(d, int) else size for d in i.shape]
-                                               for i in session.get_inputs()}, **dict(shapes or {})}, seed)
-                    for size in sizes]
+            origin = "given"
+            sets = [{k: np.asarray(v) for k, v in inputs.items()} if isinstance(inputs, Mapping)
+                    else load_inputs(inputs, session)]
+            outputs = _run_all(session, sets)
     except RunInputError as e:
         raise OptimizeError(str(e)) from None
+    except _RunFailure as e:
+        raise OptimizeError(f"the input model fails on ONNX Runtime with given inputs ({e.described}): {e.error}; give "
+                            "other inputs (--inputs) or shapes (--input NAME:DIMS)") from None
     names = [o.name for o in session.get_outputs()]
+    return Reference(sets, [dict(zip(names, o)) for o in outputs], origin, signature(model))
+
+
+class _RunFailure(Exception):
+    def __init__(self, described: str, error: str):
+        super().__init__(error)
+        self.described, self.error = described, error
+
+
+def _run_all(session, sets: list[dict[str, np.ndarray]], quiet: bool = False) -> list[list[np.ndarray]]:
+    """The outputs of each input set; quiet: ONNX Runtime logs nothing when a run fails (a size being tried)."""
+    options = ort.RunOptions()
+    if quiet:
+        options.log_severity_level = 4  # fatal only
     outputs = []
     for feeds in sets:
         try:
-            outputs.append(dict(zip(names, session.run(None, feeds))))
-        except Exception as e:  # noqa: BLE001
-            described = ", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in feeds.items())
-            raise OptimizeError(f"the input model fails on ONNX Runtime with {origin} inputs ({described}): "
-                                f"{ort_error_message(e)}; give real inputs (--inputs) or shapes (--input NAME:DIMS)") from None
+            outputs.append(session.run(None, feeds, options))
+        except Exception as e:  # noqa: BLE001 - ORT's run errors have no common type
+            raise _RunFailure(", ".join(f"{k} {'x'.join(map(str, v.shape))}" for k, v in feeds.items()),
+                              ort_error_message(e)) from None
+    return outputs
+
+
+def _is_spatial(info, axis: int) -> bool:
+    return axis > 0 and len(info.shape) >= 3 and "float" in info.type
+
+
+def _random_sets(session, shapes: Mapping[str, list[int]] | None, seed: int):
+    """(input sets, their outputs, origin) for random inputs: `shapes` when given; else every dynamic dim at
+    DYNAMIC_DIMS, then, if the model fails on those, image-like sizes (SPATIAL_RETRY_DIMS)."""
+    infos = session.get_inputs()
+    dynamic = any(not isinstance(d, int) for i in infos for d in i.shape)
+    origin = f"random (seed {seed})"
+
+    def sized(batch: int, side: int) -> dict[str, list[int]]:
+        return {i.name: [d if isinstance(d, int) else (side if _is_spatial(i, a) else batch) for a, d in enumerate(i.shape)]
+                for i in infos}
+
+    if shapes or not dynamic:
+        plans = [[{**sized(DYNAMIC_DIMS[0], DYNAMIC_DIMS[0]), **dict(shapes or {})}]]
+    else:
+        plans = [[sized(size, size) for size in DYNAMIC_DIMS]]
+        if any(_is_spatial(i, a) for i in infos for a, d in enumerate(i.shape) if not isinstance(d, int)):
+            plans += [[sized(b, side) for b, side in zip(BATCH_RETRY_DIMS, sides)] for sides in SPATIAL_RETRY_DIMS]
+    failures = []
+    for plan in plans:
+        sets = [random_inputs(session, plan_shapes, seed) for plan_shapes in plan]
+        try:
+            outputs = _run_all(session, sets, quiet=True)
+        except _RunFailure as e:
+            failures.append(e)
+            continue
+        if failures:  # say which sizes the model could not take
+            origin += f" at image-like sizes (it fails on {failures[0].described})"
+        return sets, outputs, origin
+    tried = "; ".join(e.described for e in failures)
+    raise OptimizeError(f"the input model fails on ONNX Runtime with {origin} inputs ({tried}): {failures[0].error}; give "
+                        "real inputs (--inputs) or shapes (--input NAME:DIMS)")
+
+
     return Reference(sets, outputs, origin, signature(model))
 
 

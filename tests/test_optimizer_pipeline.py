@@ -195,3 +195,30 @@ def test_user_errors_are_one_sentence(mlp, tmp_path):
         optimize(invalid)
     with pytest.raises(OptimizeError, match="the input model fails on ONNX Runtime with given inputs"):
         optimize(mlp, inputs={"x": np.zeros((2, 3), np.float32)})
+
+
+# A strided backbone: the image is pooled 32x and upsampled back onto itself, so it needs sides that are a multiple
+# of 32 (a detector's FPN does the same); random 3x3 / 5x5 images fail on the input model itself.
+STRIDED = """g (float[batch, 4, height, width] x) => (float[batch, 4, height, width] y) {
+    i = Identity(x)
+    p = MaxPool <kernel_shape = [32, 32], strides = [32, 32]> (i)
+    u = Resize <mode = "nearest"> (p, , scales)
+    y = Add(i, u)
+}"""
+
+
+def test_a_model_that_needs_image_sizes_is_proven_at_224_and_320():
+    m = model(STRIDED, scales=np.float32([1, 1, 32, 32]))
+    result = optimize(m)
+    assert result.proof.passed and ops(result.model) == ["MaxPool", "Resize", "Add"]
+    report = "\n".join(format_report(result))
+    assert "x: float32 2x4x224x224; x: float32 3x4x320x320" in report
+    assert "proof: passed on random (seed 0) at image-like sizes (it fails on x 3x4x3x3) inputs (x: float32 2x4x224x224; " in report
+
+
+def test_a_model_that_fails_at_every_size_names_them_all():
+    m = model(STRIDED.replace("[32, 32], strides = [32, 32]", "[1000, 1000], strides = [1000, 1000]"),
+              scales=np.float32([1, 1, 1000, 1000]))
+    with pytest.raises(OptimizeError, match=r"fails on ONNX Runtime with random \(seed 0\) inputs \(x 3x4x3x3; "
+                                            r"x 2x4x224x224; x 2x4x320x320\): .*give real inputs \(--inputs\) or shapes"):
+        optimize(m)
