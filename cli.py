@@ -234,6 +234,10 @@ def _explain_proof(error: Exception, verbose: bool) -> str:
               help="Shape of a random proof input, e.g. x:8x64 (default: each dynamic dim "
                    f"{' and '.join(map(str, DYNAMIC_DIMS))} in turn; if the model cannot take those, the image-like "
                    "dims (past the first axis of float inputs) 224 and 320, then 320 and 640). Repeatable.")
+@click.option("--freeze", multiple=True, metavar="NAME=VALUE",
+              help="Fix input NAME to VALUE (a number, true or false), e.g. sr=16000: it becomes a constant, the If "
+                   "nodes and shape logic it decides fold away, and the optimized model no longer takes it. "
+                   "Repeatable.")
 @click.option("--atol", type=click.FloatRange(min=0), default=FLOAT_ATOL, show_default=True,
               help="Proof tolerance: |optimized - input| <= atol + rtol*|input| on float outputs.")
 @click.option("--rtol", type=click.FloatRange(min=0), default=FLOAT_RTOL, show_default=True, help="See --atol.")
@@ -244,20 +248,27 @@ def _explain_proof(error: Exception, verbose: bool) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every rewrite and refusal with its reason; tracebacks on errors.")
 @_reports_errors(explain=_explain_proof)
-def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, atol, rtol, max_rounds, check_each_pass, seed,
-             as_json, verbose):
+def optimize(model, output, skip, only, no_simplify, inputs_file, shapes, freeze, atol, rtol, max_rounds,
+             check_each_pass, seed, as_json, verbose):
     """Simplify MODEL and rewrite it with proven passes: fewer nodes, same outputs.
 
     onnxsim runs first, then the passes to a fixed point; the result must pass onnx.checker, keep
     the signature and match MODEL's outputs on ONNX Runtime's CPU EP, or nothing is written and the
-    pass that broke it is named.
+    pass that broke it is named. With --freeze, the signature loses the frozen inputs and MODEL
+    runs with their values.
     """
     from optim.optimizer import format_report, optimize as do_optimize
+    from optim.optimizer.freeze import parse_freeze
 
     _check_onnx_file(model)
+    valued = next((v for v in shapes if "=" in v), None)
+    if valued:
+        raise click.UsageError(f"--input {valued} gives a value, not a shape; --freeze {valued.split(':')[0]} fixes "
+                               "an input to a value")
     result = do_optimize(model, output, skip=skip, only=only, simplify=not no_simplify, inputs=inputs_file,
-                         shapes=_parse_shapes(shapes), tolerance=Tolerance(atol, rtol), max_rounds=max_rounds,
-                         seed=seed, check_each_pass=check_each_pass)
+                         shapes=_parse_shapes(shapes), freeze=dict(parse_freeze(f) for f in freeze),
+                         tolerance=Tolerance(atol, rtol), max_rounds=max_rounds, seed=seed,
+                         check_each_pass=check_each_pass)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return

@@ -13,6 +13,7 @@ from optim.common.comparison import DEFAULT_TOLERANCE, Tolerance
 
 from .culprit import find_culprit
 from .errors import OptimizeError, ProofError
+from .freeze import freeze_inputs
 from .manager import DEFAULT_MAX_ROUNDS, Step, run_passes, select_passes
 from .model_io import load_model, model_source, save_model
 from .opset import default_opset
@@ -31,6 +32,7 @@ def optimize(
     simplify: bool = True,
     inputs: Mapping[str, np.ndarray] | str | os.PathLike | None = None,
     shapes: Mapping[str, list[int]] | None = None,
+    freeze: Mapping[str, object] | None = None,
     tolerance: Tolerance = DEFAULT_TOLERANCE,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     seed: int = 0,
@@ -43,6 +45,10 @@ def optimize(
     ONNX Runtime's CPU EP within `tolerance`, on `inputs` (arrays by name or an .npz path) or
     random ones (`shapes` sets dynamic dims). Writes `output` only when the proof passes.
 
+    `freeze` fixes inputs to values ({name: number, its text, or array}): they become constants, the If nodes
+    and shape logic they decide fold away, and the optimized model no longer takes them (the proof then holds
+    it to the input model fed those values).
+
     `skip` / `only` pick passes by name (see PASS_NAMES); `passes` replaces the standard list
     (tests inject broken ones); `check_each_pass` proves after every change (slower, for
     debugging). The input model is never modified.
@@ -54,6 +60,15 @@ def optimize(
     chosen = select_passes(skip, only, passes)
     original, external = load_model(model)
     _require_valid(original)
+    original, frozen = freeze_inputs(original, freeze or {})
+    if frozen and isinstance(inputs, Mapping):
+        inputs = {k: v for k, v in inputs.items() if k not in frozen}
+    elif frozen and inputs is not None:  # an .npz path
+        try:
+            with np.load(os.fspath(inputs), allow_pickle=False) as data:
+                inputs = {k: data[k] for k in data.files if k not in frozen}
+        except (OSError, ValueError) as e:
+            raise OptimizeError(f"cannot read inputs from {inputs}: {e}") from None
     reference = make_reference(original, inputs, shapes, seed)
     work = onnx.ModelProto()
     work.CopyFrom(original)
@@ -80,7 +95,7 @@ def optimize(
         size_before=original.ByteSize(), size_after=run.model.ByteSize(), opset_before=default_opset(original),
         opset_after=default_opset(run.model), proof=proof,
         proof_inputs=f"{reference.source} inputs ({reference.describe_inputs()})",
-        seconds=time.perf_counter() - t0, events=ctx.events)
+        seconds=time.perf_counter() - t0, events=ctx.events, frozen=frozen)
 
 
 def _require_valid(model: onnx.ModelProto) -> None:

@@ -43,6 +43,7 @@ class OptimizeResult:
     proof_inputs: str
     seconds: float
     events: list[Event] = field(default_factory=list)
+    frozen: dict[str, str] = field(default_factory=dict)  # inputs fixed by --freeze: name -> value shown
 
     @property
     def nodes_before(self) -> int:
@@ -95,6 +96,8 @@ def format_report(result: OptimizeResult) -> list[str]:
     if result.opset_after != result.opset_before:
         lines.append(f"opset: {result.opset_before} -> {result.opset_after}")
     lines.append(f"model size: {_mb(result.size_before)} -> {_mb(result.size_after)}")
+    if result.frozen:
+        lines.append("frozen (no longer inputs): " + ", ".join(f"{k}={v}" for k, v in result.frozen.items()))
     worst = max((c.max_abs for c in result.proof.checks), default=0.0)
     lines.append(f"proof: passed on {result.proof_inputs}: onnx.checker full check, same signature, "
                  f"{len(result.proof.checks)} output check(s) within tolerance (max abs error {worst:.3g}) "

@@ -119,3 +119,52 @@ def test_bad_args_end_in_one_sentence(scripted, tmp_path, args, says):
 def test_arg_cannot_change_a_torch_export_archive(artifacts, tmp_path):
     result = optim_export(artifacts["program"], "-o", tmp_path / "m.onnx", "--arg", "sr=1")
     assert_one_sentence_error(result, "a torch.export archive fixed its non-tensor arguments when it was exported")
+
+
+# --- optim optimize --freeze: the exported If decided ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_if(scripted, tmp_path_factory):
+    out = tmp_path_factory.mktemp("freeze") / "sr.onnx"
+    result = optim_export(scripted["tensor"], "-o", out, "--input", "x:1x1x64", "--input", "sr=16000:int64")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def optim_optimize(*args):
+    from click.testing import CliRunner
+
+    from optim.cli import main
+
+    return CliRunner().invoke(main, ["optimize", *map(str, args)])
+
+
+@pytest.mark.parametrize("sr, branch", [(16000, "then"), (8000, "else")])
+def test_freeze_folds_the_if_the_input_decides(with_if, tmp_path, sr, branch):
+    out = tmp_path / "frozen.onnx"
+    result = optim_optimize(with_if, "-o", out, "--freeze", f"sr={sr}", "-v")
+    assert result.exit_code == 0, result.output
+    assert f"inline_constant_if: rewrote /If: its condition is {sr == 16000}: the {branch} branch's" in result.stdout
+    assert f"frozen (no longer inputs): sr={sr}" in result.stdout.splitlines()
+    model = onnx.load(str(out))
+    assert [i.name for i in model.graph.input] == ["x"] and "If" not in {n.op_type for n in model.graph.node}
+    sess = session(str(out))
+    assert placement(sess).fallback == []  # the If kept its branch on the CPU EP; now every node runs on OptimEP
+    torch.manual_seed(0)
+    reference = factories.SampleRateTensor().eval()
+    np.testing.assert_allclose(sess.run(None, {"x": X})[0], _torch(reference, torch.tensor(sr)), atol=1e-5)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--freeze", "sr=abc"], "--freeze sr=abc: 'abc' is not a number"),
+    (["--freeze", "rate=1"], "--freeze rate: the model has no input 'rate'; inputs are x, sr"),
+    (["--freeze", "sr=1.5"], "--freeze sr=1.5: input 'sr' is int64; give a whole number"),
+    (["--freeze", "sr"], "--freeze 'sr' is not NAME=VALUE (e.g. sr=16000)"),
+    (["--input", "sr=16000"], "--input sr=16000 gives a value, not a shape; --freeze sr=16000 fixes an input to a value"),
+])
+def test_bad_freezes_end_in_one_sentence(with_if, tmp_path, args, says):
+    result = optim_optimize(with_if, "-o", tmp_path / "m.onnx", *args)
+    assert result.exit_code == 2, result.output
+    assert says in result.stderr.splitlines()[-1]
+    assert not (tmp_path / "m.onnx").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..rule import Pass
 from .constant_folding import FoldConstants
+from .constant_if import InlineConstantIf
 from .conv_bn import FoldConvBatchNorm
 from .dead_nodes import RemoveDeadNodes
 from .gelu import FuseGelu
@@ -24,6 +25,7 @@ from .unused_initializers import RemoveUnusedInitializers
 
 PASSES: tuple[type[Pass], ...] = (
     FoldConstants,
+    InlineConstantIf,
     RemoveIdentity,
     FoldConvBatchNorm,
     FoldPadIntoConv,
