@@ -13,6 +13,13 @@ Inference only: OptimEP computes no gradients. Outputs of a forward whose inputs
 gradients (a model in eval mode run without torch.no_grad()) are OptimEP's, and a backward pass through
 them raises one sentence; a graph in training mode (BatchNorm updating its statistics, Dropout) runs
 eagerly with a warning. This package imports torch; `import optim` does not.
+
+Dynamic sizes: a dim Dynamo makes dynamic (`dynamic=True`, `torch._dynamo.mark_dynamic`, or a second size seen)
+is exported dynamic, so one OptimEP session serves every size; a module's float attributes (a LayerNorm's eps),
+which `dynamic=True` passes as tensors, are baked in. Where torch.export cannot keep a dim dynamic (a size that
+decides control flow or is read from data), the graph runs in eager PyTorch with a warning that says so: compile
+without `dynamic=True` and Dynamo captures one graph per size, each on OptimEP. Graphs Dynamo captures again
+only because the grad mode changed (`no_grad` / `inference_mode`) share one compile.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import torch
 from .capture import plan_slots
 from .options import BackendOptions, OptionsError, calibration_samples, parse_options
 from .report import TorchReport
+from .reuse import CompileCache
 from .runner import GraphRunner
 
 
@@ -47,6 +48,7 @@ class OptimBackend:
         self.runners: list[GraphRunner] = []
         self._samples: dict[int, tuple[object, list]] = {}
         self._lock = threading.Lock()
+        self._cache = CompileCache()
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list, options=None, mode=None, **unexpected):
         if unexpected:
@@ -55,7 +57,7 @@ class OptimBackend:
             raise OptionsError(f"mode={mode!r} is for inductor; the optim backend takes options={{...}} instead")
         chosen = self.options if options is None and self.options is not None else parse_options(options)
         runner = GraphRunner(gm, plan_slots(gm, example_inputs), chosen, _frame(), lambda: self._calibration(chosen),
-                             self.report)
+                             self.report, self._cache)
         if self.report is not None:  # accelerate() saves its graphs; the shared backend keeps none alive
             self.runners.append(runner)
         return runner

@@ -9,6 +9,7 @@ symbolic are exported dynamic, so one ONNX model serves every size in that shape
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import onnx
@@ -26,9 +27,11 @@ class CaptureRefused(UserError):
 @dataclass(frozen=True)
 class Slot:
     """One placeholder of the captured graph: a user tensor (index into the ONNX inputs), a constant
-    (parameter or buffer, baked in as an initializer) or a size (dim `dim` of user tensor `index`)."""
+    (parameter or buffer, baked in as an initializer), a size (dim `dim` of user tensor `index`) or a scalar (a
+    module's float attribute such as a LayerNorm's eps, which dynamic=True passes as a 0-d tensor read with
+    .item(): baked in as a number, since torch.export cannot trace a value read out of a tensor)."""
 
-    kind: str  # "tensor" | "constant" | "size"
+    kind: str  # "tensor" | "constant" | "size" | "scalar"
     index: int
     dim: int = -1
 
@@ -38,12 +41,13 @@ class Plan:
     """How a graph's arguments split, read from Dynamo's placeholder metadata when the backend is called
     (Dynamo drops that metadata after compiling): a Slot per argument, the ONNX input name, dynamic axes and
     source argument (the captured function's own argument name, None for a value computed earlier) of each
-    user tensor. `refused` says why the graph cannot be captured at all (None when it can)."""
+    user tensor (a name, a position in `*args`; see _argument). `refused` says why the graph cannot be captured at
+    all (None when it can)."""
 
     slots: list[Slot] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     dynamic_axes: list[list[int]] = field(default_factory=list)
-    arguments: list[str | None] = field(default_factory=list)
+    arguments: list[str | int | None] = field(default_factory=list)
     refused: str | None = None
 
     @property
@@ -53,6 +57,10 @@ class Plan:
     @property
     def constant_positions(self) -> list[int]:
         return [p for p, s in enumerate(self.slots) if s.kind == "constant"]
+
+    @property
+    def scalar_positions(self) -> list[int]:
+        return [p for p, s in enumerate(self.slots) if s.kind == "scalar"]
 
     @property
     def dynamic(self) -> dict[str, list[int]]:
@@ -78,13 +86,49 @@ def _is_weight(source, value) -> bool:
     return False
 
 
+def _read_as_number(node, value: torch.Tensor) -> bool:
+    """Whether a 0-d placeholder is only ever read with .item() (a float attribute wrapped by Dynamo)."""
+    return value.dim() == 0 and bool(node.users) and all(
+        u.op == "call_method" and u.target == "item" for u in node.users)
+
+
 def _input_name(node, source, taken: set[str]) -> str:
-    name = getattr(source, "local_name", None) or node.name
+    """The ONNX input's name: the argument's own (`x`, a `**kwargs` key), `input_<i>` for `*args[i]`, else Dynamo's."""
+    argument = _argument(source)
+    name = f"input_{argument}" if isinstance(argument, int) else argument or node.name
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     while name in taken:
         name += "_"
     taken.add(name)
     return name
+
+
+def _argument(source) -> str | int | None:
+    """Which argument of the captured function a tensor is: its name, its position in `*args` (Dynamo captures a
+    builtin container such as nn.Sequential through a wrapper `inner(*args, **kwargs)`), its key in `**kwargs`;
+    None for a value computed earlier."""
+    def is_input(s) -> bool:
+        return type(s).__name__ == "LocalSource" and getattr(s, "is_input", False)
+
+    if is_input(source):
+        return source.local_name
+    base = getattr(source, "base", None)
+    if type(source).__name__ in ("GetItemSource", "DictGetItemSource") and is_input(base):
+        index = getattr(source, "index", None)
+        if base.local_name == "args" and isinstance(index, int):
+            return index
+        if base.local_name == "kwargs" and isinstance(index, str):
+            return index
+    return None
+
+
+def _symbolic(dim) -> bool:
+    """Whether a placeholder's dim is dynamic: a SymInt that Dynamo's shape environment has not resolved to a
+    number (with dynamic=True a Conv's channel dim starts symbolic and is pinned by the weight it meets)."""
+    if isinstance(dim, int):
+        return False
+    node = getattr(dim, "node", None)
+    return node is None or node.maybe_as_int() is None
 
 
 def plan_slots(gm: torch.fx.GraphModule, example_inputs: list) -> Plan:
@@ -108,6 +152,9 @@ def _plan(gm: torch.fx.GraphModule, example_inputs: list) -> Plan:
         if isinstance(value, torch.Tensor):
             if value.device.type != "cpu":
                 raise CaptureRefused(f"input {node.name} is on {value.device}; OptimEP runs on the CPU")
+            if _is_weight(source, value) and _read_as_number(node, value):
+                plan.slots.append(Slot("scalar", -1))
+                continue
             if _is_weight(source, value):
                 plan.slots.append(Slot("constant", constants))
                 constants += 1
@@ -116,9 +163,8 @@ def _plan(gm: torch.fx.GraphModule, example_inputs: list) -> Plan:
             plan.slots.append(Slot("tensor", len(plan.names)))
             plan.names.append(_input_name(node, source, taken))
             fake = node.meta.get("example_value", value)
-            plan.dynamic_axes.append([a for a, d in enumerate(getattr(fake, "shape", ())) if not isinstance(d, int)])
-            is_argument = type(source).__name__ == "LocalSource" and getattr(source, "is_input", False)
-            plan.arguments.append(source.local_name if is_argument else None)
+            plan.dynamic_axes.append([a for a, d in enumerate(getattr(fake, "shape", ())) if _symbolic(d)])
+            plan.arguments.append(_argument(source))
         elif isinstance(value, (int, torch.SymInt)):
             plan.slots.append(None)  # resolved below: the tensor it measures may come later
             sizes.append((len(plan.slots) - 1, node, source))
@@ -141,10 +187,11 @@ class _GraphWithWeights(torch.nn.Module):
     """`forward(*user_tensors)` calling the captured graph with the weights as this module's buffers
     (which the exporter writes as initializers) and sizes read off the tensors."""
 
-    def __init__(self, gm: torch.fx.GraphModule, slots: list[Slot], constants: list[torch.Tensor]):
+    def __init__(self, gm: torch.fx.GraphModule, slots: list[Slot], constants: list[torch.Tensor],
+                 scalars: list[float]):
         super().__init__()
-        self.graph_module = gm
-        self.slots = slots
+        self.graph_module = _with_numbers(gm, slots, scalars)
+        self.slots = [s for s in slots if s.kind != "scalar"]
         for i, c in enumerate(constants):
             self.register_buffer(f"weight_{i}", c.detach())  # detach shares the storage: no copy
 
@@ -158,6 +205,24 @@ class _GraphWithWeights(torch.nn.Module):
             else:
                 args.append(tensors[slot.index].shape[slot.dim])
         return tuple(self.graph_module(*args))
+
+
+def _with_numbers(gm: torch.fx.GraphModule, slots: list[Slot], scalars: list[float]) -> torch.fx.GraphModule:
+    """A copy of `gm` (the original stays as Dynamo gave it, for an eager fallback) whose scalar placeholders are
+    gone, each .item() of one replaced by its value."""
+    if not scalars:
+        return gm
+    graph = copy.deepcopy(gm.graph)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    values = iter(scalars)
+    for slot, node in zip(slots, placeholders):
+        if slot.kind == "scalar":
+            value = next(values)
+            for item in list(node.users):
+                item.replace_all_uses_with(value)
+                graph.erase_node(item)
+            graph.erase_node(node)
+    return torch.fx.GraphModule(gm, graph)
 
 
 _RANDOM = ("bernoulli", "rand", "normal", "multinomial")
@@ -205,7 +270,8 @@ def capture(gm: torch.fx.GraphModule, plan: Plan, args: list) -> Captured:
 
     if plan.refused:
         raise CaptureRefused(plan.refused)
-    wrapper = _GraphWithWeights(gm, plan.slots, [args[p] for p in plan.constant_positions]).eval()
+    wrapper = _GraphWithWeights(gm, plan.slots, [args[p] for p in plan.constant_positions],
+                                [args[p].item() for p in plan.scalar_positions]).eval()
     # forward(*tensors) takes one tuple argument as torch.export sees it: its dims nest one level down.
     dynamic_shapes = (tuple({a: torch.export.Dim.DYNAMIC for a in ax} or None for ax in plan.dynamic_axes),)
     tensors = tuple(args[p].detach() for p in plan.tensor_positions)

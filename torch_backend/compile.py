@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+from .calibration import check_against_call, first_unfit_sample, name_pinned_dim
 from .capture import Captured, Plan, capture
-from .options import BackendOptions
+from .options import BackendOptions, OptionsError
 from .report import GraphReport
 from .tensors import to_numpy
 
@@ -29,33 +31,57 @@ class CompiledGraph:
 
 
 def compile_graph(gm, plan: Plan, args: list, options: BackendOptions, calibration: list[dict] | None,
-                  report: GraphReport) -> CompiledGraph:
+                  unreached: str, report: GraphReport) -> CompiledGraph:
     """Runs the pipeline on `gm` called with `args` (the first call's), filling `report` (times, placement, accuracy, notes) as it goes.
 
-    `calibration`: batches keyed by the graph's own input names (None keeps an int8 request in float32,
-    which `report.notes` then says). CaptureRefused when the graph must stay eager; other errors are
-    the exporter's or the optimizer's."""
+    `calibration`: batches keyed by the graph's own input names; None keeps an int8 request in float32 for the
+    reason `unreached`, which `report.notes` says (and a warning, once per process). CaptureRefused when the graph
+    must stay eager; other errors are the exporter's or the optimizer's."""
     from optim.ep_plugin import placement, session
 
     t0 = time.perf_counter()
     if options.quantize == "int8" and calibration:
+        check_against_call(plan, args, calibration)
         plan = _with_calibration_dims(plan, args, calibration)
-    captured = capture(gm, plan, args)
+    try:
+        captured = capture(gm, plan, args)
+    except Exception as e:
+        pinned = name_pinned_dim(plan, args, calibration, str(e)) if calibration and "Constraints violated" in str(e) else None
+        if pinned:
+            raise OptionsError(pinned) from None
+        raise
     report.seconds["capture"] = time.perf_counter() - t0
     feeds = {name: to_numpy(args[p]) for name, p in zip(plan.names, plan.tensor_positions)}
     model = _optimized(captured.model, feeds, report)
     if options.quantize == "int8":
         if calibration is None:
-            report.notes.append("kept in float32: its inputs are values computed by an earlier graph (after a graph "
-                                "break), which the calibration samples do not reach")
+            report.notes.append(f"int8 was asked, but it runs in float32: {unreached}")
+            _warn_float_once(report, unreached)
         else:
-            model = _quantized(model, calibration, options, report)
+            try:
+                model = _quantized(model, calibration, options, report)
+            except Exception as e:
+                unfit = first_unfit_sample(model, plan, args, calibration)
+                if unfit:
+                    raise OptionsError(unfit) from None
+                raise
     t0 = time.perf_counter()
     sess = session(model, threads=options.threads, **options.ep_options())
     report.seconds["session"] = time.perf_counter() - t0
     report.placement = placement(sess)
     report.runs_on = "OptimEP"
     return CompiledGraph(captured=captured, model=model, session=sess)
+
+
+_warned_float = False
+
+
+def _warn_float_once(report: GraphReport, unreached: str) -> None:
+    global _warned_float
+    if not _warned_float:
+        _warned_float = True
+        warnings.warn(f"optim: int8 was asked, but graph {report.index} ({report.name}) runs in float32: {unreached} "
+                      "(optim.torch.last_report() lists every graph)", stacklevel=4)
 
 
 def _with_calibration_dims(plan: Plan, args: list, calibration: list[dict]) -> Plan:

@@ -114,6 +114,7 @@ def calibration_samples(calib: Any) -> list:
         samples = list(produced)
     except TypeError:
         raise OptionsError(f"calib gave a {type(produced).__name__}, not a list or iterable of samples") from None
-    if not samples:
-        raise OptionsError("calib gave no samples")
+    if len(samples) < 2:
+        raise OptionsError(f"calib gave {len(samples)} sample(s); int8 needs at least 2: one in five (at least one) is "
+                           "held out to measure the accuracy")
     return samples

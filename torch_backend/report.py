@@ -15,6 +15,7 @@ if os.environ.get("OPTIM_LOG") == "1" and not log.handlers:
     _handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     log.addHandler(_handler)
     log.setLevel(logging.INFO)
+    log.propagate = False  # a user's root handler (logging.basicConfig) would print every line a second time
 
 
 @dataclass

@@ -15,6 +15,7 @@ from optim.optimizer.quantization import CalibrationError
 
 from .capture import CaptureRefused
 from .options import OptionsError
+from .reuse import CompileCache, reuse_key
 from .report import GraphReport, next_index, record
 from .tensors import NUMPY_DTYPES, from_numpy, to_numpy
 
@@ -52,23 +53,25 @@ class GraphRunner:
     names) lets calibration samples, given as the model's inputs, reach this graph's inputs."""
 
     def __init__(self, gm: torch.fx.GraphModule, plan, options, frame: tuple[str, list[str]], calibration,
-                 own_report=None):
+                 own_report=None, cache: CompileCache | None = None):
         self.gm = gm
         self.plan = plan  # capture.Plan, read while Dynamo still had the placeholders' metadata
         self.options = options
         self.frame_name, self.frame_args = frame
         self._calibration = calibration  # () -> list of samples (the backend keeps them once drained)
         self._own_report = own_report
+        self._cache = cache  # compiles of graphs with the same code, shared (see reuse.py)
         self.compiled = None  # CompiledGraph once on OptimEP
         self.eager_reason: str | None = None
         self.report: GraphReport | None = None
         self._weights: list[tuple[int, torch.Tensor, int]] = []
+        self._scalars: list[tuple[int, float]] = []  # a module's float attribute baked into the model
         self._lock = threading.Lock()  # threads sharing a compiled model compile a graph once
 
     def __call__(self, *args):
-        if self.eager_reason is None and (self.compiled is None or self._weights_changed(args)):
+        if self.eager_reason is None and (self.compiled is None or self.weights_changed(args)):
             with self._lock:
-                if self.eager_reason is None and (self.compiled is None or self._weights_changed(args)):
+                if self.eager_reason is None and (self.compiled is None or self.weights_changed(args)):
                     self._compile(list(args))
         if self.eager_reason is not None:
             return self.gm(*args)
@@ -83,21 +86,29 @@ class GraphRunner:
         feeds = {name: to_numpy(args[p]) for name, p in zip(self.plan.names, self._tensor_positions)}
         return tuple(from_numpy(o) for o in c.session.run(None, feeds))
 
-    def _weights_changed(self, args) -> bool:
-        return any(args[p] is not ref or _version(args[p]) != v for p, ref, v in self._weights)
+    def weights_changed(self, args) -> bool:
+        return (any(args[p] is not ref or _version(args[p]) != v for p, ref, v in self._weights)
+                or any(args[p].item() != v for p, v in self._scalars))
 
     def _compile(self, args: list) -> None:
         from .compile import compile_graph
 
+        key = None
+        if self.compiled is None and self._cache is not None and not self.plan.refused:
+            key = reuse_key(self.gm, self.plan, args, self.options, self.frame_name)
+            twin = self._cache.find(key, args)
+            if twin is not None:
+                self._adopt(twin)
+                return
         report = GraphReport(index=next_index(), name=self.frame_name,
                              fx_nodes=sum(1 for n in self.gm.graph.nodes if n.op == "call_function" or n.op == "call_method"
                                           or n.op == "call_module"),
-                             inputs=_shapes(self.plan, args), mode="int8" if self.options.quantize else "fp32")
+                             inputs=_shapes(self.plan, args))  # mode: "int8" once the quantizer has run
         if self.compiled is not None:
-            report.notes.append("recompiled: a parameter or buffer changed since the last compile")
+            report.notes.append("recompiled: a parameter, buffer or float attribute changed since the last compile")
         try:
             self._check_dtypes(args)
-            compiled = compile_graph(self.gm, self.plan, args, self.options, self._graph_calibration(), report)
+            compiled = compile_graph(self.gm, self.plan, args, self.options, *self._graph_calibration(), report)
         except CaptureRefused as e:
             self._go_eager(report, str(e))
             return
@@ -105,13 +116,24 @@ class GraphRunner:
             report.runs_on, report.reason = "eager", "bad calibration samples"
             raise  # the user's to fix: one sentence, not a silent fallback
         except Exception as e:  # noqa: BLE001 - the exporter's or optimizer's: the graph still runs, eagerly
-            self._go_eager(report, f"{type(e).__name__}: {_first_line(e)}")
+            self._go_eager(report, _eager_reason(e, self.plan))
             return
         finally:
             record(report, self._own_report)
         self.report, self.compiled = report, compiled
         self._tensor_positions = self.plan.tensor_positions
         self._weights = [(p, args[p], _version(args[p])) for p in self.plan.constant_positions]
+        self._scalars = [(p, args[p].item()) for p in self.plan.scalar_positions]
+        if key is not None:
+            self._cache.add(key, self)
+
+    def _adopt(self, twin: GraphRunner) -> None:
+        """Runs on `twin`'s session: the same graph, captured again by Dynamo for a global flag's sake."""
+        self.report, self.compiled = twin.report, twin.compiled
+        self._tensor_positions, self._weights, self._scalars = twin._tensor_positions, twin._weights, twin._scalars
+        note = "shared with the same graph captured again by Dynamo (grad mode or another global flag changed)"
+        if note not in self.report.notes:
+            self.report.notes.append(note)
 
     def _go_eager(self, report: GraphReport, reason: str) -> None:
         report.runs_on, report.reason = "eager", reason
@@ -124,10 +146,10 @@ class GraphRunner:
             if isinstance(a, torch.Tensor) and a.dtype not in NUMPY_DTYPES:
                 raise CaptureRefused(f"an input is {a.dtype}, which ONNX Runtime's Python API cannot take")
 
-    def _graph_calibration(self) -> list[dict] | None:
-        """The calibration samples as this graph's input batches, or None when they do not reach it."""
+    def _graph_calibration(self) -> tuple[list[dict] | None, str]:
+        """(the calibration samples as this graph's input batches, "") or (None, why they do not reach it)."""
         if self.options.quantize != "int8":
-            return None
+            return None, ""
         from .calibration import graph_batches
 
         return graph_batches(self.plan, self.frame_name, self.frame_args, self._calibration())
@@ -137,6 +159,16 @@ def _shapes(plan, args) -> dict[str, list]:
     """Each ONNX input's shape at this compile, "dyn" on its dynamic axes."""
     return {name: ["dyn" if a in axes else int(d) for a, d in enumerate(args[p].shape)]
             for name, p, axes in zip(plan.names, plan.tensor_positions, plan.dynamic_axes)}
+
+
+def _eager_reason(error: Exception, plan) -> str:
+    """The error's first line; for a graph with dynamic dims that torch refused, what to do instead."""
+    reason = f"{type(error).__name__}: {_first_line(error)}"
+    if plan.dynamic and type(error).__module__.startswith("torch"):
+        dims = "; ".join(f"{name} dim {', '.join(map(str, axes))}" for name, axes in plan.dynamic.items())
+        reason = (f"torch.export could not keep its dynamic sizes ({dims}) dynamic ({reason}); compile without "
+                  "dynamic=True and Dynamo captures one graph per size, each on OptimEP (optim.torch: Dynamic sizes)")
+    return reason
 
 
 def _first_line(error: Exception) -> str:

@@ -22,8 +22,11 @@ WEIGHT_BITS = (8, 7)
 @contextlib.contextmanager
 def quiet_onnxruntime_quantization():
     """onnxruntime.quantization logs advice (pre-processing, ...) on the root logger and its histogram
-    calibrators print progress on stdout, which belongs to our report: keep both quiet."""
+    calibrators print progress on stdout, which belongs to our report: keep both quiet. Its module-level
+    logging.info() calls also give a root logger without handlers one (logging.basicConfig), after which a
+    user's own basicConfig() does nothing: the root logger's handlers are put back as they were."""
     previous = logging.root.manager.disable
+    handlers = list(logging.root.handlers)
     logging.disable(logging.WARNING)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
@@ -31,6 +34,7 @@ def quiet_onnxruntime_quantization():
             yield
     finally:
         logging.disable(previous)
+        logging.root.handlers[:] = handlers
 
 
 def quantized_op_types(op_types: list[str] | None) -> set[str]:
