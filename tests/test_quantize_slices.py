@@ -107,3 +107,50 @@ def test_a_target_counts_each_part():
                                                                    SliceAccuracy("b", 0.95, 12.0, 0.5, 2, False)])
     assert parse_target("cosine>=0.99").value([row]) == 0.95
     assert parse_target("sqnr>=30").value([row]) == 12.0
+
+
+def _conv_head() -> bytes:
+    """x -> Conv -> Relu -> one Conv head (4 box channels, weights x300, beside 8 class channels, x0.003): no Concat,
+    one output scale for both (a YOLOv5-style head before decoding)."""
+    rng = np.random.default_rng(1)
+    head = rand(rng, 12, 16, 1, 1)
+    head[:4] *= 300
+    head[4:] *= 0.003
+    nodes = [N("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]), N("Relu", ["c0"], ["f"]),
+             N("Conv", ["f", "wh", "bh"], ["head"], name="head_conv")]
+    return make_model(nodes, {"x": (np.float32, ["batch", 3, 16, 16])}, ["head"],
+                      {"w0": rand(rng, 16, 3, 3, 3) * 0.3, "b0": rand(rng, 16) * 0.1, "wh": head,
+                       "bh": np.zeros(12, np.float32)})
+
+
+def test_small_range_channels_of_one_output_are_measured_apart(tmp_path):
+    """No Concat to read: the report finds the output's channels whose float range is under 1/100 of the output's,
+    measures them as a part, and a collapse there is an error like a Concat part's."""
+    path = tmp_path / "head.onnx"
+    path.write_bytes(_conv_head())
+    with pytest.raises(CollapseError, match="the part from channels 4-11 of axis 1"):
+        quantize(path, tmp_path / "q.onnx", calibration_random=10)
+    result = quantize(path, tmp_path / "q.onnx", calibration_random=10, allow_loss=True)
+    (row,) = result.accuracy
+    assert [s.part.split(" (")[0] for s in row.slices] == ["channels 4-11 of axis 1"]
+    assert row.collapsed and row.cosine > 0.999  # the whole output hides it
+    # Excluding the head keeps its output float: the part is measured again and is fine.
+    result = quantize(path, tmp_path / "q.onnx", calibration_random=10, exclude=["head_conv"])
+    (row,) = result.accuracy
+    assert row.slices and not row.collapsed and row.slices[0].cosine > 0.99
+
+
+def test_a_classifier_has_no_small_channel_groups():
+    from optim.optimizer.quantization.slices import small_channel_groups
+
+    rng = np.random.default_rng(0)
+    logits = [rng.standard_normal((4, 10)).astype(np.float32) for _ in range(3)]
+    assert small_channel_groups(logits) is None
+    for batch in logits:
+        batch[:, 3] *= 1e-3  # one class far below the others: chance, not a block of the layout
+    assert small_channel_groups(logits) is None
+    for batch in logits:
+        batch[:, 4:7] *= 1e-3  # classes 3-6 far below the others: a block
+    groups = small_channel_groups(logits)
+    assert groups.axis == 1 and [(s.start, s.stop) for s in groups.slices] == [(3, 7)]
+    assert groups.slices[0].label.startswith("channels 3-6 of axis 1 (range under 1/100 of the output's ")

@@ -1,7 +1,8 @@
 """How much an int8 model differs from its float original on the same inputs: per output the cosine
 similarity (of the whole flattened output, and the mean over samples), the signal-to-quantization-noise
 ratio (dB), the max absolute error, and, for a named logits output, how often the top-1 class agrees. An
-output made by a Concat (slices.py) is also measured part by part, and a part (or an output) whose int8 values
+output made by a Concat (slices.py) is also measured part by part, one made by a single op channel group by channel
+group where some channels' range is far below the output's, and a part (or an output) whose int8 values
 lost their signal is flagged collapsed: a detector's class scores flattened to 0 hide behind the boxes'
 cosine of 0.9999 otherwise."""
 
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .slices import OutputSlices
+from .slices import OutputSlices, small_channel_groups
 
 # An output or part whose int8 values all sit on one level while the float ones vary, or whose cosine against the
 # float values falls below this, has lost its signal: collapsed.
@@ -43,7 +44,7 @@ class OutputAccuracy:
     mean_cosine: float | None = None  # per sample (a row of the first axis), averaged; e.g. sentence embeddings
     collapsed_whole: bool = False  # the whole output lost its signal
     levels: int = 2  # distinct values of the int8 model's output (up to 2 counted: 1 means one level)
-    slices: list[SliceAccuracy] = field(default_factory=list)  # the parts of an output made by a Concat
+    slices: list[SliceAccuracy] = field(default_factory=list)  # its Concat parts, or its small-range channel groups
 
     @property
     def collapsed(self) -> bool:
@@ -118,8 +119,13 @@ class Reference:
         self.names = [o.name for o in float_session.get_outputs()]
         self.batches = batches
         self.logits = logits
-        self.slicing = slicing or {}
+        self.slicing = dict(slicing or {})
         self.outputs = [float_session.run(None, b) for b in batches]
+        for k, name in enumerate(self.names):
+            if name not in self.slicing:
+                groups = small_channel_groups([o[k] for o in self.outputs])
+                if groups is not None:
+                    self.slicing[name] = groups
 
     def compare(self, runtime: str, int8_session) -> list[OutputAccuracy]:
         got = [int8_session.run(None, b) for b in self.batches]

@@ -4,7 +4,9 @@ rounds to a level or two. A whole-output metric does not see it: the boxes domin
 
 concat_traps() finds such Concats from the calibration data, so the quantizer keeps them in float; output_slices()
 says which parts of each graph output come from which Concat input, so the accuracy report measures each part on
-its own (accuracy.py).
+its own (accuracy.py). An output made by one op (a detection head's convolution: box and class channels under one
+scale) has no Concat to read: small_channel_groups() finds its channels of much smaller range from the float
+outputs, which the report then measures apart as well.
 """
 
 from __future__ import annotations
@@ -136,4 +138,55 @@ def concat_traps(model: onnx.ModelProto, batches: list[dict], ratio: float = RAN
     return traps
 
 
-__all__ = ["RANGE_RATIO_LIMIT", "ConcatTrap", "OutputSlices", "Slice", "concat_traps", "output_slices"]
+# Channel groups are looked for along axes of at most this many channels (a class or feature axis, not a
+# detector's thousands of anchors); a group is a run of at least GROUP_MIN_RUN adjacent small channels (a layout's
+# block, such as a head's class scores: one small class logit of a random classifier is chance, four in a row are
+# not), and at most GROUP_RUN_LIMIT runs are measured.
+GROUP_AXIS_LIMIT = 1024
+GROUP_MIN_RUN = 4
+GROUP_RUN_LIMIT = 8
+
+
+def small_channel_groups(outputs: list[np.ndarray], ratio: float = RANGE_RATIO_LIMIT) -> OutputSlices | None:
+    """For one graph output not made by a Concat (a detection head's single convolution, 4 box channels beside 80
+    class channels): the runs of GROUP_MIN_RUN or more adjacent channels whose float range on `outputs` (one array
+    per batch) is under 1/`ratio` of the output's, along the axis (1 to the last, at most GROUP_AXIS_LIMIT long)
+    where such runs spread most. Those channels share the output's one int8 scale and are where a loss can hide;
+    None when there are none."""
+    arrays = [np.asarray(a) for a in outputs]
+    if not arrays or arrays[0].ndim < 2 or not np.issubdtype(arrays[0].dtype, np.floating):
+        return None
+    best = None
+    for axis in range(1, arrays[0].ndim):
+        if arrays[0].shape[axis] > GROUP_AXIS_LIMIT or any(a.shape[axis] != arrays[0].shape[axis] for a in arrays):
+            continue
+        others = tuple(a for a in range(arrays[0].ndim) if a != axis)
+        peaks = np.max([np.max(np.abs(a), axis=others) for a in arrays], axis=0)
+        top = float(peaks.max()) if peaks.size else 0.0
+        runs = _runs((peaks > 0) & (peaks * ratio < top))
+        if runs:
+            spread = top / min(float(peaks[a:b].max()) for a, b in runs)
+            if best is None or spread > best[0]:
+                best = (spread, axis, runs, top)
+    if best is None:
+        return None
+    _, axis, runs, top = best
+    return OutputSlices(axis, tuple(Slice(f"channels {a}-{b - 1} of axis {axis} (range under 1/{ratio:.0f} of the "
+                                          f"output's {top:.3g})", a, b) for a, b in runs[:GROUP_RUN_LIMIT]))
+
+
+def _runs(small: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) of each run of at least GROUP_MIN_RUN True values."""
+    runs, start = [], None
+    for c, is_small in enumerate([*small.tolist(), False]):
+        if is_small and start is None:
+            start = c
+        elif not is_small and start is not None:
+            if c - start >= GROUP_MIN_RUN:
+                runs.append((start, c))
+            start = None
+    return runs
+
+
+__all__ = ["RANGE_RATIO_LIMIT", "ConcatTrap", "OutputSlices", "Slice", "concat_traps", "output_slices",
+           "small_channel_groups"]
