@@ -1,4 +1,4 @@
-// What the graph rewrites inside a partition (qdq_fusion.cc, gelu_fusion.cc) share: who produces and
+// What the graph rewrites inside a partition (qdq_units.cc, gelu.cc) share: who produces and
 // who reads each value, which nodes are already rewritten away, and how to drop them at the end.
 #pragma once
 

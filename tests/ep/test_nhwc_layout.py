@@ -1,4 +1,4 @@
-"""The channels-last rewrite inside a partition (rewrites/nhwc_layout.cc, conv_epilogue.cc): convolutions
+"""The channels-last rewrite inside a partition (rewrites/channels_last.cc, conv_epilogues.cc): convolutions
 run on NHWC tensors and so do the ops around them, so the layout changes only at the region's edges; the
 results match ONNX Runtime's CPU EP on every ISA, with the NCHW form (channels_last=0) as a second witness.
 Each test names the steps it expects, so a rewrite that stops firing (or fires wrongly) fails here."""

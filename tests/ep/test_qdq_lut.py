@@ -1,4 +1,4 @@
-"""Quantized element-wise regions folded into 256-byte tables (rewrites/qdq_lut.cc, ops/qlut.cc): SiLU as
+"""Quantized element-wise regions folded into 256-byte tables (rewrites/qdq_lookup_tables.cc, ops/qlut.cc): SiLU as
 quantizers write it (DQ -> Sigmoid -> Q -> DQ -> Mul -> Q), HardSwish, a Tanh, a requantization, uint8 and
 int8. Every one of the 256 input bytes is fed, so the whole table is checked: within one quantization step
 of ONNX Runtime's float ops (whose exp/sigmoid differ from ours in the last bits), on every ISA (the scalar

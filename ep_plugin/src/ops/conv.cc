@@ -16,7 +16,7 @@ class ConvImpl : public Op {
     const ValueInfo* w = g.value(n.inputs[1]);
     if (!w || !w->has_shape) throw Error(n.label() + ": weights have no known shape");
     cg_ = ConvGeometry(n, w->shape);
-    relu_ = n.has_attr("activation_min");  // a folded Relu (rewrites/conv_epilogue.cc sets 0)
+    relu_ = n.has_attr("activation_min");  // a folded Relu (rewrites/conv_epilogues.cc sets 0)
   }
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {

@@ -30,7 +30,7 @@ struct ConvGeometry {
   }
 
   // A 2-D 1x1 convolution of one group, stride 1 and no padding: a GEMM over pixels (what the folds into a
-  // convolution need: rewrites/depthwise_pointwise.cc, channel_scale.cc).
+  // convolution need: rewrites/depthwise_pointwise.cc, channel_scales.cc).
   bool is_pointwise() const {
     return spatial == 2 && group == 1 && wshape[2] == 1 && wshape[3] == 1 && win.strides == std::vector<int64_t>{1, 1} &&
            win.pads == std::vector<int64_t>{0, 0, 0, 0};
@@ -55,6 +55,28 @@ struct ConvGeometry {
     Shape out{x[0], cout};
     out.insert(out.end(), geo.out.begin(), geo.out.end());
     return out;
+  }
+};
+
+// The window of a 1-D or 2-D convolution over one input size as its kernels index it (1-D: one row, h = oh = kh =
+// 1): input and output rows and columns, kernel, strides, dilations, leading padding, and the padded rows and
+// columns some output pixel reads (hp, wp). What the direct (conv_direct.h) and channels-last (conv_nhwc.h)
+// layouts build on.
+struct ConvWindow {
+  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
+  int64_t hp = 1, wp = 1;
+
+  ConvWindow(const ConvGeometry& cg, const std::vector<int64_t>& spatial_in) {
+    const WindowGeometry geo = resolve_window(cg.win, spatial_in);
+    const size_t last = cg.spatial - 1;
+    if (cg.spatial == 2) {
+      h = geo.in[0], oh = geo.out[0], kh = cg.win.kernel[0], sh = cg.win.strides[0], dh = cg.win.dilations[0];
+      ph = geo.pad_begin[0];
+    }
+    w = geo.in[last], ow = geo.out[last], kw = cg.win.kernel[last], sw = cg.win.strides[last];
+    dw = cg.win.dilations[last], pw = geo.pad_begin[last];
+    hp = std::max<int64_t>(1, (oh - 1) * sh + (kh - 1) * dh + 1);
+    wp = std::max<int64_t>(1, (ow - 1) * sw + (kw - 1) * dw + 1);
   }
 };
 

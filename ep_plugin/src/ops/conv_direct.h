@@ -19,24 +19,12 @@ constexpr int64_t kPrepBudgetBytes = 8 << 20;
 
 // Where everything lies for one input shape: the prepared input of one (image, group) is cin_g planes
 // [padded row][column phase][column / stride], then slack for the kernel's over-reads.
-struct DirectLayout {
-  int64_t h = 1, w = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  int64_t hp = 1, wp = 1, wq = 1, row_stride = 1, plane = 1, per_image_group = 1;
+struct DirectLayout : ConvWindow {
+  int64_t wq = 1, row_stride = 1, plane = 1, per_image_group = 1;
   int64_t segs_per_row = 1, segs = 1;
 
-  DirectLayout(const ConvGeometry& cg, const Shape& x) {
-    const WindowGeometry geo = resolve_window(cg.win, std::vector<int64_t>(x.begin() + 2, x.end()));
-    const bool two_d = cg.spatial == 2;
-    const size_t last = cg.spatial - 1;
-    if (two_d) {
-      h = geo.in[0], oh = geo.out[0], kh = cg.win.kernel[0], sh = cg.win.strides[0], dh = cg.win.dilations[0];
-      ph = geo.pad_begin[0];
-    }
-    w = geo.in[last], ow = geo.out[last], kw = cg.win.kernel[last], sw = cg.win.strides[last];
-    dw = cg.win.dilations[last], pw = geo.pad_begin[last];
-    // Only the padded rows and columns some output pixel reads.
-    hp = std::max<int64_t>(1, (oh - 1) * sh + (kh - 1) * dh + 1);
-    wp = std::max<int64_t>(1, (ow - 1) * sw + (kw - 1) * dw + 1);
+  // Only the padded rows and columns some output pixel reads (hp, wp) are prepared.
+  DirectLayout(const ConvGeometry& cg, const Shape& x) : ConvWindow(cg, std::vector<int64_t>(x.begin() + 2, x.end())) {
     wq = ceil_div(wp, sw);
     row_stride = sw * wq;
     plane = hp * row_stride;

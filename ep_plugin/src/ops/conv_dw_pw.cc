@@ -1,5 +1,6 @@
 // A depthwise convolution feeding a 1x1 one, in one pass (conv_dw_pw.h).
 #include "conv_dw_pw.h"
+#include "unit_stages.h"
 
 #include <atomic>
 #include <cstring>
@@ -42,7 +43,7 @@ std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, i
 }
 
 DepthwiseStage::DepthwiseStage(const Node& n, const Graph& g, bool hosted_by_pointwise) {
-  const size_t w_input = hosted_by_pointwise ? 4 : 1;
+  const size_t w_input = hosted_by_pointwise ? stage_input(n, Stage::kFloatDepthwise, kStageW) : 1;
   const std::string prefix = hosted_by_pointwise ? "dw_" : "";
   const Tensor* w = n.has_input(w_input) ? g.constant(n.inputs[w_input]) : nullptr;
   if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 4)
@@ -58,14 +59,14 @@ DepthwiseStage::DepthwiseStage(const Node& n, const Graph& g, bool hosted_by_poi
   weights_.assign(w->data<float>(), w->data<float>() + w->numel());
   bias_ = read_conv_bias(n, g, w_input + 1, cg_.cout);
   ep_ = read_conv_epilogue(n, prefix);
-  if (!n.has_input(7)) return;
-  const Tensor* e = g.constant(n.inputs[7]);
+  if (!has_stage(n, Stage::kFloatExpansion)) return;
+  const Tensor* e = g.constant(stage_value(n, Stage::kFloatExpansion, kStageW));
   if (!e || e->dtype != DType::kFloat32 || e->shape.size() != 4 || e->shape[0] != cg_.cout || e->shape[2] != 1 || e->shape[3] != 1)
     throw Error(n.label() + ": its folded expansion weights are not float32 [" + std::to_string(cg_.cout) + ", Cin, 1, 1]");
   ex_ = std::make_unique<Expansion>();
   ex_->cin = e->shape[1];
   ex_->weights.assign(e->data<float>(), e->data<float>() + e->numel());
-  ex_->bias = read_conv_bias(n, g, 8, cg_.cout);
+  ex_->bias = read_conv_bias(n, g, stage_input(n, Stage::kFloatExpansion, kStageB), cg_.cout);
   ex_->ep = read_conv_epilogue(n, "ex_");
 }
 

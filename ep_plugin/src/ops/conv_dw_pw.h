@@ -1,6 +1,6 @@
 // A depthwise convolution and the 1x1 convolution that reads it, in one pass (rewrites/depthwise_pointwise.cc
 // folds the pair into the pointwise NhwcConv, the depthwise's attributes prefixed "dw_"), and optionally the
-// 1x1 expansion before it too ("ex_" attributes, inputs 7 and 8): a MobileNet block's expanded tensor
+// 1x1 expansion before it too ("ex_" attributes, stage kFloatExpansion of unit_stages.h): a MobileNet block's expanded tensor
 // (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
 // block of output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile
 // to the pointwise GEMM while it is in cache; with it, runs of bands of output rows of one image: a band's

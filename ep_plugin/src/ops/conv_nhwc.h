@@ -1,5 +1,5 @@
-// What the NHWC convolutions (conv_nhwc.cc: float32, qconv_nhwc.cc: int8) share. Inside a partition the
-// layout rewrite (rewrites/nhwc_layout.cc) hands them channels-last tensors, [N, H, W, C] (1-D: [N, W, C]),
+// What the NHWC convolutions (conv_nhwc_op.cc: float32, qconv_nhwc.cc: int8) share (defined in conv_nhwc.cc).
+// Inside a partition the layout rewrite (rewrites/channels_last.cc) hands them channels-last tensors, [N, H, W, C] (1-D: [N, W, C]),
 // and they run as a GEMM whose rows are output pixels and whose columns are output channels
 // (kernel_table.h, ConvRows): per kernel tap, each pixel reads its input pixel's channels, which are
 // contiguous. The input is read where it lies when no padding is read and its channels fit the kernel;
@@ -21,9 +21,8 @@ namespace optim {
 Shape nhwc_conv_output_shape(const ConvGeometry& cg, const Shape& x);
 
 // One NHWC convolution's geometry for one input shape, and where its (prepared) input lies.
-struct NhwcConvLayout {
-  int64_t n = 1, h = 1, w = 1, c = 1, oh = 1, ow = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0;
-  int64_t hp = 1, wp = 1;  // the rows and columns some output pixel reads, padding included
+struct NhwcConvLayout : ConvWindow {
+  int64_t n = 1, c = 1;
   bool reads_padding = false;
 
   NhwcConvLayout(const ConvGeometry& cg, const Shape& x);

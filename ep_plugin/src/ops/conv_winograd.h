@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) for the float channels-last convolution (conv_nhwc.cc): a 3x3 stride-1 convolution
+// Winograd F(2x2, 3x3) for the float channels-last convolution (conv_nhwc_op.cc): a 3x3 stride-1 convolution
 // as 16 GEMMs of (tiles x Cin) by (Cin x Cout), 2.25x fewer multiply-adds than the direct GEMM. The layout
 // rewrite's `winograd` choice (rewrites/winograd.cc) decides which convolutions run it.
 #pragma once

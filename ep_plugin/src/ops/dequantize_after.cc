@@ -4,18 +4,17 @@
 namespace optim {
 
 DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns) {
-  if (!n.attr_i(kDequantizedOutput, 0)) return;
-  if (n.inputs.size() < kDqAfterEnd) throw Error(n.label() + ": its folded DequantizeLinear lacks its scale or zero point");
-  const Tensor* s = g.constant(n.inputs[kDqScale]);
+  if (!has_stage(n, Stage::kDequantize)) return;
+  const Tensor* s = g.constant(stage_value(n, Stage::kDequantize, kDqScale));
   if (!s || s->dtype != DType::kFloat32 || s->numel() != 1) throw Error(n.label() + ": its folded dequantization scale is not a float32 scalar");
   scale_ = s->data<float>()[0];
-  if (!n.inputs[kDqZero].empty()) {
-    const Tensor* z = g.constant(n.inputs[kDqZero]);
+  if (const std::string& zero = stage_value(n, Stage::kDequantize, kDqZero); !zero.empty()) {
+    const Tensor* z = g.constant(zero);
     if (!z || z->dtype != DType::kUint8 || z->numel() != 1) throw Error(n.label() + ": its folded dequantization zero point is not a uint8 scalar");
     zero_ = z->data<uint8_t>()[0];
   }
-  if (!n.inputs[kDqBias].empty()) {
-    const Tensor* b = g.constant(n.inputs[kDqBias]);
+  if (const std::string& bias = stage_value(n, Stage::kDequantize, kDqBias); !bias.empty()) {
+    const Tensor* b = g.constant(bias);
     if (!b || b->dtype != DType::kFloat32 || b->numel() != columns)
       throw Error(n.label() + ": its folded bias is not " + std::to_string(columns) + " float32 constants");
     bias_.assign(b->data<float>(), b->data<float>() + columns);
@@ -24,10 +23,9 @@ DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns)
     gelu_ = true;
     gelu_op_ = gelu_op(n.attr_s(kThenGelu, "none"));
   }
-  if (n.attr_i(kRequantizedOutput, 0)) {
-    if (n.inputs.size() < kDqRequantizeEnd) throw Error(n.label() + ": its folded QuantizeLinear lacks its scale or zero point");
-    q_scale_ = float_scalar(g, n.inputs[kDqQScale], "the folded QuantizeLinear's scale");
-    q_zero_ = zero_point(g, n.inputs[kDqQZero]);
+  if (has_stage(n, Stage::kRequantize)) {
+    q_scale_ = float_scalar(g, stage_value(n, Stage::kRequantize, kRqScale), "the folded QuantizeLinear's scale");
+    q_zero_ = zero_point(g, stage_value(n, Stage::kRequantize, kRqZero));
     const ValueInfo* y = g.value(n.outputs[0]);
     if (!y || (y->dtype != DType::kUint8 && y->dtype != DType::kInt8)) throw Error(n.label() + ": its requantized output is not uint8/int8");
     to_u8_ = y->dtype == DType::kUint8;

@@ -9,18 +9,13 @@
 // wherever it lies in a row).
 #pragma once
 
-#include "qgemm.h"
+#include "quant_params.h"
 
 namespace optim {
 
-// Inputs of a QGemm with a folded DequantizeLinear, after its own: the DequantizeLinear's scale and zero point,
-// then the bias Add's constant (absent: no Add). Attribute kDequantizedOutput marks the fold.
-// With attribute kRequantizedOutput, the QuantizeLinear's scale and zero point follow; attribute kThenGelu
-// (op.h) marks a folded GELU.
-enum DequantizeAfterInput : size_t { kDqScale = kQGemmInputCount, kDqZero, kDqBias, kDqAfterEnd, kDqQScale = kDqAfterEnd,
-                                     kDqQZero, kDqRequantizeEnd };
-constexpr const char* kDequantizedOutput = "dequantized_output";
-constexpr const char* kRequantizedOutput = "requantized_output";
+// The QGemm's inputs for it: stage Stage::kDequantize (unit_stages.h), the DequantizeLinear's scale and zero point
+// then the bias Add's constant (absent: no Add); with the QuantizeLinear, stage Stage::kRequantize after it, its
+// scale and zero point. Attribute kThenGelu (op.h) marks a folded GELU.
 
 class DequantizeAfter {
  public:

@@ -219,7 +219,7 @@ std::unique_ptr<Op> create_clip(const Node& n, const Graph&) {
 
 }  // namespace
 
-// x * sigmoid(x), built by rewrites/activation_fusion.cc (internal_ops.cc).
+// x * sigmoid(x), built by rewrites/activations.cc (internal_ops.cc).
 std::unique_ptr<Op> create_silu(const Node& n, const Graph& g) { return create_activation(n, g); }
 
 std::vector<OpDef> elementwise_op_defs() {

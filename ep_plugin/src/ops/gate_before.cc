@@ -4,14 +4,14 @@
 namespace optim {
 
 GateBefore::GateBefore(const Node& n, const Graph& g) {
-  if (!n.has_attr(kGatedAttr)) return;
-  if (n.inputs.size() < kGateEnd) throw Error(n.label() + ": its folded gate lacks scales or zero points");
+  if (!has_stage(n, Stage::kGate)) return;
+  gate_input_ = stage_input(n, Stage::kGate, kGateValue);
   auto is_u8 = [&](const std::string& v) {
     const ValueInfo* i = g.value(v);
     return !i || i->dtype == DType::kUint8;
   };
-  p_ = read_qbinary_params(n, g, {kGateMapScale, kGateMapZero, kGateScale, kGateZero, kGateYScale, kGateYZero},
-                           is_u8(n.inputs[kQGemmX]), is_u8(n.inputs[kGate]), true, kGatedAttr);
+  p_ = read_stage_qbinary_params(n, g, Stage::kGate, is_u8(n.inputs[kQGemmX]), is_u8(n.inputs[gate_input_]), true,
+                                 kGatedAttr);
   p_.mul = true;
   label_ = n.label();
   active_ = true;

@@ -4,16 +4,12 @@
 // the pair apart), so the gated map, as large as the expanded one, is never stored and read again.
 #pragma once
 
-#include "qconv_block.h"
+#include "qadd_after.h"
 
 namespace optim {
 
-// Inputs of a gated unit after the block's (unused by a gated unit, which is never a block): the gate, then the
-// QMul's scales and zero points of the map (operand a), the gate (b) and its result. Attribute kGatedAttr marks
-// the fold and carries the QMul's Relu.
-enum GateBeforeInput : size_t {
-  kGate = kQBlockEnd, kGateMapScale, kGateMapZero, kGateScale, kGateZero, kGateYScale, kGateYZero, kGateEnd
-};
+// The unit's inputs for it: stage Stage::kGate (unit_stages.h), the gate then the QMul's scales and zero points of
+// the map (operand a), the gate (b) and its result. Attribute kGatedAttr carries the QMul's Relu.
 constexpr const char* kGatedAttr = "gated_relu";
 
 class GateBefore {
@@ -22,6 +18,8 @@ class GateBefore {
   // Inactive when n has no folded QMul.
   GateBefore(const Node& n, const Graph& g);
   explicit operator bool() const { return active_; }
+  // Where the gate lies in the node's inputs.
+  size_t gate_input() const { return gate_input_; }
   // The gate's row stride in bytes for map x: C when each image has its own gate row, 0 when all share one.
   int64_t gate_stride(const Shape& gate, const Shape& x) const;
   // `rows` rows of `channels` map bytes at x gated by one gate row into dst (the same layout). gate_rows holds
@@ -31,6 +29,7 @@ class GateBefore {
 
  private:
   bool active_ = false;
+  size_t gate_input_ = 0;
   kernels::QBinaryParams p_;
   std::string label_;
 };

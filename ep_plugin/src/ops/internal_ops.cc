@@ -1,6 +1,6 @@
 // The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
-// (qdq_fusion.cc), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
-// (rewrites/nhwc_layout.cc) and fused activations (rewrites/activation_fusion.cc). A model can never claim
+// (rewrites/qdq_units.cc), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
+// (rewrites/channels_last.cc) and fused activations (rewrites/activations.cc). A model can never claim
 // them; the rewrites that create them check what they need.
 #include <map>
 
@@ -15,8 +15,8 @@ std::unique_ptr<Op> create_qgemm_unit(const Node&, const Graph&);   // qgemm.cc
 std::unique_ptr<Op> create_qconv_unit(const Node&, const Graph&);   // qconv.cc
 std::unique_ptr<Op> create_qbinary_unit(const Node&, const Graph&);  // qbinary.cc
 std::unique_ptr<Op> create_qmatmul_unit(const Node&, const Graph&); // qmatmul.cc
-std::unique_ptr<Op> create_nhwc_conv(const Node&, const Graph&);    // conv_nhwc.cc
-std::unique_ptr<Op> create_nhwc_qconv(const Node&, const Graph&);   // qconv_nhwc.cc
+std::unique_ptr<Op> create_nhwc_conv(const Node&, const Graph&);    // conv_nhwc_op.cc
+std::unique_ptr<Op> create_nhwc_qconv(const Node&, const Graph&);   // qconv_block.cc
 std::unique_ptr<Op> create_to_nhwc(const Node&, const Graph&);      // layout.cc
 std::unique_ptr<Op> create_to_nchw(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_maxpool(const Node&, const Graph&); // pool_nhwc.cc

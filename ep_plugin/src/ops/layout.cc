@@ -1,4 +1,4 @@
-// ToNhwc / ToNchw: the layout changes the NHWC rewrite (rewrites/nhwc_layout.cc) puts at the edges of a
+// ToNhwc / ToNchw: the layout changes the NHWC rewrite (rewrites/channels_last.cc) puts at the edges of a
 // channels-last region: [N, C, spatial...] <-> [N, spatial..., C], any fixed-size element type. Per image
 // it is a C x S <-> S x C transpose, done in cache-sized blocks over the pool.
 #include <algorithm>

@@ -16,6 +16,10 @@
 
 namespace optim {
 
+// Domain of the ops OptimEP creates itself (integer units, channels-last forms): never claimable from a user's
+// model.
+constexpr const char* kInternalDomain = "optim.internal";
+
 // The attribute of a unit that a Gelu alone read, folded into it (rewrites/dequantize_fold.cc for QGemm,
 // rewrites/matmul_bias.cc for float MatMul): ONNX Gelu's approximate, "none" or "tanh". The unit runs the Gelu
 // kernel on each block of its output while in cache (the same values, so the same bits as the Gelu step).

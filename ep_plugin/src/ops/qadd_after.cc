@@ -4,16 +4,24 @@
 namespace optim {
 
 QAddAfter::QAddAfter(const Node& n, const Graph& g) {
-  if (!n.has_attr(kQAddReluAttr)) return;  // set on every fold (qadd_fold.cc)
-  if (n.inputs.size() < kQAddAfterEnd) throw Error(n.label() + ": its folded QAdd lacks scales or zero points");
+  if (!has_stage(n, Stage::kAdd)) return;
+  other_input_ = stage_input(n, Stage::kAdd, kAddOther);
   const ValueInfo* y = g.value(n.outputs[0]);
-  const ValueInfo* other = g.value(n.inputs[kQAddOther]);
+  const ValueInfo* other = g.value(n.inputs[other_input_]);
   const bool y_u8 = !y || y->dtype == DType::kUint8, other_u8 = !other || other->dtype == DType::kUint8;
   // The unit's own output has the Add's output type (the rewrite checks it).
-  p_ = read_qbinary_params(n, g, {kQAddSelfScale, kQAddSelfZero, kQAddOtherScale, kQAddOtherZero, kQAddYScale, kQAddYZero},
-                           y_u8, other_u8, y_u8, kQAddReluAttr);
+  p_ = read_stage_qbinary_params(n, g, Stage::kAdd, y_u8, other_u8, y_u8, kQAddReluAttr);
   label_ = n.label();
   active_ = true;
+}
+
+kernels::QBinaryParams read_stage_qbinary_params(const Node& n, const Graph& g, Stage s, bool a_u8, bool b_u8, bool y_u8,
+                                                 const char* relu_attr) {
+  static_assert(kAddSelfScale == 1 && kAddYZero == 6 && kGateMapScale == 1 && kGateYZero == 6,
+                "both binary stages: the operand, then the six scales and zero points");
+  size_t at[6];
+  for (size_t i = 0; i < 6; ++i) at[i] = stage_input(n, s, 1 + i);
+  return read_qbinary_params(n, g, at, a_u8, b_u8, y_u8, relu_attr);
 }
 
 int64_t QAddAfter::other_stride(const Shape& other, const Shape& y) const {

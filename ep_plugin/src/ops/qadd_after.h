@@ -8,21 +8,20 @@
 
 #include <optional>
 
-#include "qgemm.h"
+#include "quant_params.h"
 
 namespace optim {
 
-// Inputs of a unit with a folded QAdd, after its own (kQGemmInputCount of them): the other operand, then the
-// QAdd's scales and zero points for the unit's output (operand a), the other operand (b) and its result.
-enum QAddAfterInput : size_t {
-  kQAddOther = kQGemmInputCount, kQAddSelfScale, kQAddSelfZero, kQAddOtherScale, kQAddOtherZero, kQAddYScale,
-  kQAddYZero, kQAddAfterEnd
-};
+// The unit's inputs for it: stage Stage::kAdd (unit_stages.h), the other operand then the QAdd's scales and zero
+// points for the unit's output (operand a), the other operand (b) and its result.
 
 // The parameters of a QAdd / QMul whose scales and zero points are n's inputs at[0..5] (sa, za, sb, zb, sy,
 // zy); the int attribute relu_attr, when set, raises the floor to zy. Throws Error when one is not a scalar constant.
 kernels::QBinaryParams read_qbinary_params(const Node& n, const Graph& g, const size_t (&at)[6], bool a_u8, bool b_u8,
                                            bool y_u8, const char* relu_attr);
+// The same for a stage folded into a unit (kAdd, kGate), whose six scales and zero points follow its first input.
+kernels::QBinaryParams read_stage_qbinary_params(const Node& n, const Graph& g, Stage s, bool a_u8, bool b_u8, bool y_u8,
+                                                 const char* relu_attr);
 
 // The attribute of a unit with a folded QAdd saying a Relu followed the Add.
 constexpr const char* kQAddReluAttr = "then_add_relu";
@@ -33,6 +32,8 @@ class QAddAfter {
   // Inactive when n has no folded QAdd.
   QAddAfter(const Node& n, const Graph& g);
   explicit operator bool() const { return active_; }
+  // Where the other operand lies in the node's inputs.
+  size_t other_input() const { return other_input_; }
   // The other operand's row stride in elements for a unit output of shape y (rows of y's last dim): that
   // dim when it has y's shape, 0 when it is one row repeated (a bias). Throws Error otherwise.
   int64_t other_stride(const Shape& other, const Shape& y) const;
@@ -45,6 +46,7 @@ class QAddAfter {
 
  private:
   bool active_ = false;
+  size_t other_input_ = 0;
   kernels::QBinaryParams p_;
   std::string label_;
 };

@@ -1,5 +1,5 @@
 // QConv: the integer form of a QDQ convolution unit DequantizeLinear(x) * DequantizeLinear(W)
-// (+ bias) [-> Relu] -> QuantizeLinear, built by qdq_fusion.cc. A direct convolution, no im2col: per
+// (+ bias) [-> Relu] -> QuantizeLinear, built by rewrites/qdq_units.cc. A direct convolution, no im2col: per
 // image and group the input is copied once into int16 (x - x_zero, padding a plain 0, i.e. real 0),
 // padded and, for a column stride s, split into s column phases, so that every kernel tap of 8
 // consecutive output pixels reads 8 consecutive values (kernel_table.h's QconvS16Fn). The weights (minus

@@ -22,8 +22,9 @@ class QConvBlock : public Op {
  public:
   QConvBlock(const Node& n, const Graph& g) : label_(n.label()) {
     last_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, ""), g);
-    if (n.has_attr("dw_group")) dw_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "dw_"), g);
-    if (n.has_input(kQBlockExpansion + kQGemmW - 1)) ex_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "ex_"), g);
+    if (has_stage(n, Stage::kDepthwise)) dw_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "dw_"), g);
+    if (has_stage(n, Stage::kExpansion)) ex_ = std::make_unique<NhwcQConv>(qconv_block_unit(n, "ex_"), g);
+    if (has_stage(n, Stage::kAdd)) other_input_ = stage_input(n, Stage::kAdd, kAddOther);
     if (!dw_ && !ex_) throw Error(label_ + ": a depthwise block with neither a depthwise nor an expansion folded in");
   }
 
@@ -69,8 +70,8 @@ class QConvBlock : public Op {
     const auto* x = static_cast<const uint8_t*>(in[0].data);
     auto* y = static_cast<uint8_t*>(out[0].data);
     const bool qadd = projection() && projection()->has_qadd();
-    const auto* other = qadd ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr;
-    const int64_t ldo = qadd ? projection()->qadd_other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
+    const auto* other = qadd ? static_cast<const uint8_t*>(in[other_input_].data) : nullptr;
+    const int64_t ldo = qadd ? projection()->qadd_other_stride(*in[other_input_].shape, *out[0].shape) : 0;
     std::atomic<int64_t> next{0};
     rc.parallel_for(static_cast<size_t>(p.slots), [&](size_t s) {
       const Slot buf = carve(static_cast<uint8_t*>(rc.scratch()) + s * slot, parts);
@@ -149,11 +150,12 @@ class QConvBlock : public Op {
 
   std::string label_;
   std::unique_ptr<NhwcQConv> last_, dw_, ex_;
+  size_t other_input_ = 0;  // the projection's folded QAdd's other operand, in the block node's inputs
 };
 
 }  // namespace
 
-bool is_qconv_block(const Node& n) { return n.has_attr("dw_group") || n.has_input(kQBlockExpansion + kQGemmW - 1); }
+bool is_qconv_block(const Node& n) { return has_stage(n, Stage::kDepthwise) || has_stage(n, Stage::kExpansion); }
 
 Node qconv_block_unit(const Node& n, const std::string& prefix) {
   Node u;
@@ -161,21 +163,25 @@ Node qconv_block_unit(const Node& n, const std::string& prefix) {
   u.domain = kInternalDomain;
   u.outputs = {n.outputs.at(0)};
   if (prefix.empty()) {
+    const Node own = unit_with_stages(n, {Stage::kAdd});
     u.name = n.name;
-    u.inputs.assign(n.inputs.begin(), n.inputs.begin() + std::min(n.inputs.size(), kQBlockDepthwise));
-    for (const auto& [name, a] : n.attrs)
+    u.inputs = own.inputs;
+    for (const auto& [name, a] : own.attrs)
       if (!starts_with(name, "dw_") && !starts_with(name, "ex_")) u.attrs[name] = a;
     return u;
   }
-  const size_t base = prefix == "dw_" ? kQBlockDepthwise : kQBlockExpansion;
+  const Stage stage = prefix == "dw_" ? Stage::kDepthwise : Stage::kExpansion;
   u.name = n.attr_s(prefix + "name", n.name);
   u.inputs = {n.inputs.at(0)};
-  for (size_t i = 0; i < kQBlockStageInputs; ++i) u.inputs.push_back(base + i < n.inputs.size() ? n.inputs[base + i] : "");
+  for (size_t i = 0; i < kUnitStageInputs; ++i) u.inputs.push_back(stage_value(n, stage, i));
   for (const auto& [name, a] : n.attrs)
     if (starts_with(name, prefix.c_str())) u.attrs[name.substr(prefix.size())] = a;
   return u;
 }
 
-std::unique_ptr<Op> create_qconv_block(const Node& n, const Graph& g) { return std::make_unique<QConvBlock>(n, g); }
+std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) {
+  if (is_qconv_block(n)) return std::make_unique<QConvBlock>(n, g);
+  return std::make_unique<NhwcQConv>(n, g);
+}
 
 }  // namespace optim

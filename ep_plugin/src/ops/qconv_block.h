@@ -7,11 +7,10 @@
 // the projection reads at once. The expanded and depthwise tensors never go to memory; the bytes equal the
 // units run one by one.
 //
-// Node form: the last unit's own NhwcQConv node (inputs 0-15 and attributes as qconv_nhwc.h reads them), its
-// input 0 the block's input. A depthwise before it (the host is the projection): its parameters (x scale to
-// y zero point, QGemmInput order from kQGemmXScale) from input kQBlockDepthwise on and its attributes prefixed
-// "dw_" ("dw_group" always set: the mark of the fold); an expansion: its parameters from kQBlockExpansion on
-// and its attributes prefixed "ex_".
+// Node form: the last unit's own NhwcQConv node (its GEMM's inputs, its Stage::kAdd if any, and attributes as
+// qconv_nhwc.h reads them), its input 0 the block's input. A depthwise before it (the host is the projection):
+// stage Stage::kDepthwise (unit_stages.h: its parameters, x scale to y zero point) and its attributes prefixed
+// "dw_" ("dw_group" always set, even to 1); an expansion: stage Stage::kExpansion and attributes prefixed "ex_".
 #pragma once
 
 #include <memory>
@@ -20,16 +19,12 @@
 
 namespace optim {
 
-constexpr size_t kQBlockStageInputs = kQGemmInputCount - 1;  // a unit's inputs after x
-constexpr size_t kQBlockDepthwise = kQAddAfterEnd;
-constexpr size_t kQBlockExpansion = kQBlockDepthwise + kQBlockStageInputs;
-constexpr size_t kQBlockEnd = kQBlockExpansion + kQBlockStageInputs;
-
 // Whether NhwcQConv node n is such a block.
 bool is_qconv_block(const Node& n);
 // The NhwcQConv node unit `prefix` ("dw_", "ex_", or "" for the host's own) of block n was, reading the
 // block's input 0 and making its output (their types are the unit's own: the rewrite folds uint8 links only).
 Node qconv_block_unit(const Node& n, const std::string& prefix);
-std::unique_ptr<Op> create_qconv_block(const Node& n, const Graph& g);
+// The op of an NhwcQConv node: a block when n is one, else the unit alone.
+std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g);
 
 }  // namespace optim

@@ -5,8 +5,6 @@
 
 #include "qconv_nhwc.h"
 
-#include "qconv_block.h"
-
 namespace optim {
 
 NhwcQConv::NhwcQConv(const Node& n, const Graph& g) {
@@ -100,14 +98,14 @@ void NhwcQConv::run(const RunContext& rc, const std::vector<TensorRef>& in, cons
   if (l.n == 0 || l.pixels() == 0) return;
   const kernels::QgemmEpilogue ep = epilogue();
   // A folded QAdd goes over each block of output pixels the kernel finished, while it is in cache.
-  const Other other{after_ ? static_cast<const uint8_t*>(in[kQAddOther].data) : nullptr,
-                    after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0};
+  const Other other{after_ ? static_cast<const uint8_t*>(in[after_.other_input()].data) : nullptr,
+                    after_ ? after_.other_stride(*in[after_.other_input()].shape, *out[0].shape) : 0};
   if (depthwise_) {
     run_depthwise(rc, l, in[0], static_cast<uint8_t*>(out[0].data), ep, other);
     return;
   }
   if (gate_) {
-    run_gated(rc, l, in[0], in[kGate], static_cast<uint8_t*>(out[0].data), other.base, other.ldo);
+    run_gated(rc, l, in[0], in[gate_.gate_input()], static_cast<uint8_t*>(out[0].data), other.base, other.ldo);
     return;
   }
   const int64_t cout_g = cg_.cout / cg_.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
@@ -419,9 +417,5 @@ void NhwcQConv::depthwise_pixels(const RunContext& rc, const kernels::DwconvGeom
   finish_rows(rc, y, nullptr, 0, m0, m1, 0, cg_.cout);  // a block's depthwise has no QAdd (qconv_block.cc)
 }
 
-std::unique_ptr<Op> create_nhwc_qconv(const Node& n, const Graph& g) {
-  if (is_qconv_block(n)) return create_qconv_block(n, g);
-  return std::make_unique<NhwcQConv>(n, g);
-}
 
 }  // namespace optim

@@ -1,5 +1,5 @@
 // QGemm: the integer form of a QDQ unit DequantizeLinear(x) x DequantizeLinear(W) (+ bias) [-> Relu]
-// -> QuantizeLinear, built by qdq_fusion.cc. x is uint8/int8 per tensor, W a constant int8/uint8
+// -> QuantizeLinear, built by rewrites/qdq_units.cc. x is uint8/int8 per tensor, W a constant int8/uint8
 // (per tensor or per output column); the product is summed exactly in int32 and requantized once in
 // the GEMM epilogue: y = saturate(round((acc * sx * sw[j] + bias[j]) / sy) + zy).
 #include <algorithm>
@@ -90,8 +90,8 @@ class QGemmImpl : public Op {
     if (m == 0 || n_ == 0) return;
     // A folded QAdd, lookup table or DequantizeLinear (in that order) goes over each tile the kernel finished,
     // while it is in cache; with the last the kernel's bytes go to scratch, after A's rows.
-    const void* other = after_ ? in[kQAddOther].data : nullptr;
-    const int64_t ldo = after_ ? after_.other_stride(*in[kQAddOther].shape, *out[0].shape) : 0;
+    const void* other = after_ ? in[after_.other_input()].data : nullptr;
+    const int64_t ldo = after_ ? after_.other_stride(*in[after_.other_input()].shape, *out[0].shape) : 0;
     void* c = dequantized_ ? static_cast<uint8_t*>(rc.scratch()) + a_bytes(m) : out[0].data;
     const TileDone done = [&](int64_t m0, int64_t m1, int64_t j0, int64_t j1) {
       if (after_) after_.apply(rc, c, n_, other, ldo, m0, m1, j0, std::min(j1, n_));
@@ -181,80 +181,13 @@ std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::ma
 
 }  // namespace
 
-float float_scalar(const Graph& g, const std::string& name, const char* what) {
-  const Tensor* t = g.constant(name);
-  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) throw Error(std::string(what) + " is not a float32 scalar constant");
-  return t->data<float>()[0];
-}
-
-int32_t zero_point(const Graph& g, const std::string& name) {
-  if (name.empty()) return 0;
-  const Tensor* t = g.constant(name);
-  if (!t || t->numel() != 1) throw Error("zero point '" + name + "' is not a scalar constant");
-  return int8_at(*t, 0);
-}
-
-float QuantParams::w_scale(int64_t channel) const {
-  return w_scales->data<float>()[w_scales->numel() == 1 ? 0 : channel];
-}
-
-int32_t QuantParams::w_zero(int64_t channel) const {
-  return w_zeros ? int8_at(*w_zeros, w_zeros->numel() == 1 ? 0 : channel) : 0;
-}
-
-float QuantParams::out_scale(int64_t channel) const { return x_scale * w_scale(channel) / y_scale; }
-
-std::vector<float> QuantParams::bias(int64_t channels) const {
-  std::vector<float> b = bias_values.size() == 1 ? std::vector<float>(static_cast<size_t>(channels), bias_values[0]) : bias_values;
-  for (float& v : b) v /= y_scale;
-  return b;
-}
-
-QuantParams read_quant_params(const Node& n, const Graph& g) {
-  QuantParams qp;
-  const ValueInfo* x = g.value(n.inputs[kQGemmX]);
-  qp.x_dtype = x ? x->dtype : DType::kUndefined;
-  if (qp.x_dtype != DType::kUint8 && qp.x_dtype != DType::kInt8) throw Error("x is not uint8/int8");
-  qp.x_zero = zero_point(g, n.inputs[kQGemmXZero]);
-  qp.x_scale = float_scalar(g, n.inputs[kQGemmXScale], "x scale");
-  qp.w_scales = g.constant(n.inputs[kQGemmWScale]);
-  if (!qp.w_scales || qp.w_scales->dtype != DType::kFloat32) throw Error("weight scale is not a float32 constant");
-  if (!n.inputs[kQGemmWZero].empty()) qp.w_zeros = g.constant(n.inputs[kQGemmWZero]);
-  if (!n.inputs[kQGemmBias].empty()) {
-    const Tensor* b = g.constant(n.inputs[kQGemmBias]);
-    if (!b || b->dtype != DType::kFloat32) throw Error("bias is not a float32 constant");
-    qp.bias_values.assign(b->data<float>(), b->data<float>() + b->numel());
-  }
-  kernels::QgemmEpilogue& ep = qp.epilogue;
-  const ValueInfo* y = g.value(n.outputs[0]);
-  ep.out = y && y->dtype == DType::kInt8 ? kernels::QuantOut::kInt8 : kernels::QuantOut::kUint8;
-  qp.y_scale = float_scalar(g, n.inputs[kQGemmYScale], "y scale");
-  ep.out_zero = zero_point(g, n.inputs[kQGemmYZero]);
-  ep.qmin = ep.out == kernels::QuantOut::kInt8 ? -128 : 0;
-  ep.qmax = ep.out == kernels::QuantOut::kInt8 ? 127 : 255;
-  if (n.attr_i("relu", 0)) ep.qmin = std::max(ep.qmin, ep.out_zero);  // Relu: nothing below real 0
-  return qp;
-}
-
 void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
                const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep, const TileDone* done) {
-  const int64_t panels = (n + kernels::kQgemmNR - 1) / kernels::kQgemmNR;
-  const int64_t rows_per_task = 16 * kernels::kQgemmMR, panels_per_task = 4;
-  const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task;
-  const int64_t p_tasks = (panels + panels_per_task - 1) / panels_per_task;
-  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
-  if (macs < 2e5 || m_tasks * p_tasks == 1) {
-    rc.kernels.qgemm_s16(0, m, 0, panels, n, kp, a, lda, b_packed, c, ldc, ep);
-    if (done) (*done)(0, m, 0, n);
-    return;
-  }
-  rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
-    const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
-    const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
-    const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
+  const GemmTiles tiles{kernels::kQgemmNR, 16 * kernels::kQgemmMR, 4};
+  const double ops = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
+  run_gemm_tiles(rc, m, n, ops, tiles, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
     rc.kernels.qgemm_s16(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);
-    if (done) (*done)(m0, m1, p0 * kernels::kQgemmNR, p1 * kernels::kQgemmNR);
-  });
+  }, done);
 }
 
 std::unique_ptr<Op> create_qgemm_unit(const Node& n, const Graph& g) { return create_qgemm(n, g); }

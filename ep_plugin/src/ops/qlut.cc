@@ -1,4 +1,4 @@
-// QLut: y = table[x] for a quantized element-wise region folded by rewrites/qdq_lut.cc (x uint8 or int8,
+// QLut: y = table[x] for a quantized element-wise region folded by rewrites/qdq_lookup_tables.cc (x uint8 or int8,
 // the table its 256 output bytes in the order of x's values: int8 x indexes at x + 128).
 #include "op.h"
 

@@ -1,5 +1,5 @@
 // QMatMul: the integer form of a QDQ MatMul of two activations, DequantizeLinear(a) x DequantizeLinear(b)
-// [-> Relu] -> QuantizeLinear (attention's Q x K^T and P x V), built by qdq_fusion.cc with QGemm's input
+// [-> Relu] -> QuantizeLinear (attention's Q x K^T and P x V), built by rewrites/qdq_units.cc with QGemm's input
 // layout (the "weights" are the run-time tensor B). Per matrix of the batch: A's rows minus their zero
 // point as int16, B minus its zero point packed into int16-pair panels (per run: B changes every call),
 // then the exact int16-pair GEMM with the requantizing epilogue. Both operands are per tensor, so

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "op.h"
-#include "rnn.h"
+#include "rnn_design.h"
 
 namespace optim {
 

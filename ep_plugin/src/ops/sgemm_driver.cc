@@ -8,31 +8,14 @@ namespace optim {
 namespace {
 
 // The tasks of one GEMM over the pool, each running gemm(m0, m1, p0, p1) on a tile of rows x B panels.
-// mr: the kernel's rows per tile, which a task's rows are a multiple of.
+// mr: the kernel's rows per tile, which a task's rows are a multiple of (8 register blocks of rows by 4 panels).
 template <typename Gemm>
 void run_gemm_tasks(const RunContext& rc, int64_t m, int64_t n, int64_t k, int64_t mr, const Gemm& gemm,
                     const SgemmAfter* after) {
   if (m <= 0 || n <= 0) return;
-  const int64_t panels = (n + kernels::kSgemmNR - 1) / kernels::kSgemmNR;
-  // Tiles of 8 register blocks of rows by 4 panels keep A and B slices in L1/L2 and give enough
-  // tasks for the pool; tiny products run inline where threading costs more than it saves.
-  const int64_t rows_per_task = (8 * kernels::kSgemmMR + mr - 1) / mr * mr;
-  const int64_t panels_per_task = 4;
-  const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task;
-  const int64_t p_tasks = (panels + panels_per_task - 1) / panels_per_task;
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (flops < 2e5 || m_tasks * p_tasks == 1) {
-    gemm(0, m, 0, panels);
-    if (after) (*after)(0, m, 0, n);
-    return;
-  }
-  rc.parallel_for(static_cast<size_t>(m_tasks * p_tasks), [&](size_t t) {
-    const int64_t mt = static_cast<int64_t>(t) / p_tasks, pt = static_cast<int64_t>(t) % p_tasks;
-    const int64_t m0 = mt * rows_per_task, m1 = std::min(m, m0 + rows_per_task);
-    const int64_t p0 = pt * panels_per_task, p1 = std::min(panels, p0 + panels_per_task);
-    gemm(m0, m1, p0, p1);
-    if (after) (*after)(m0, m1, p0 * kernels::kSgemmNR, std::min(n, p1 * kernels::kSgemmNR));
-  });
+  const GemmTiles tiles{kernels::kSgemmNR, (8 * kernels::kSgemmMR + mr - 1) / mr * mr, 4};
+  run_gemm_tiles(rc, m, n, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), tiles, gemm,
+                 after);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // Splits one SGEMM over ORT's thread pool in tiles of rows x B panels; used by MatMul, Gemm and Conv.
 #pragma once
 
+#include "gemm_tasks.h"
 #include "op.h"
 
 namespace optim {
 
 // What runs on each finished block of C, rows [m0, m1) by columns [j0, j1), while it is in cache.
-using SgemmAfter = std::function<void(int64_t m0, int64_t m1, int64_t j0, int64_t j1)>;
+using SgemmAfter = TileDone;
 
 // C[m x n] (stride ldc) = epilogue(A[m x k] (stride lda) * B), B pre-packed with kernels::sgemm_pack_b; then
 // `after`, if given, on each block of C the task that made it has just finished.

@@ -36,12 +36,10 @@ void copy_attrs(const Node& from, Node* to, const char* prefix) {
 }
 
 // Folds expansion `ex` into `host` (the projection that took the depthwise, or the depthwise itself): the
-// host reads ex's input, takes its weights and bias as inputs 7 and 8 and its epilogue as "ex_" attributes.
+// host reads ex's input, takes its weights and bias as stage kFloatExpansion and its epilogue as "ex_" attributes.
 void take_expansion(Matcher& m, Node* ex, Node* host) {
   m.rewire_input(*host, 0, ex->inputs[0]);
-  host->inputs.resize(9);
-  host->inputs[7] = ex->inputs[1];
-  host->inputs[8] = ex->has_input(2) ? ex->inputs[2] : "";
+  add_stage(*host, Stage::kFloatExpansion, {ex->inputs[1], ex->has_input(2) ? ex->inputs[2] : ""});
   copy_attrs(*ex, host, "ex_");
   note_fused_before(*host, label_with_fused(*ex));
   m.kill(ex);
@@ -53,8 +51,8 @@ Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const N
   for (Node& n : g.nodes) {
     if (n.outputs.empty() || n.outputs[0] != value) continue;
     ConvGeometry cg;
-    const bool plain = is_internal_op(&n, "NhwcConv") && geometry(g, n, &cg) && cg.is_pointwise() && !n.has_input(3) &&
-                       !n.has_input(6) && !n.has_attr("algorithm") && !n.has_attr("dw_group");
+    const bool plain = is_internal_op(&n, "NhwcConv") && geometry(g, n, &cg) && cg.is_pointwise() &&
+                       unit_stages(n).empty() && !n.has_attr("algorithm");
     return plain ? &n : nullptr;
   }
   return nullptr;
@@ -77,20 +75,19 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
   for (Node& dw : g.nodes) {
     ConvGeometry d, p;
     if (!is_internal_op(&dw, "NhwcConv") || !geometry(g, dw, &d)) continue;
-    if (d.cin_g != 1 || d.cout != d.group || dw.has_input(3) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
+    if (d.cin_g != 1 || d.cout != d.group || !unit_stages(dw).empty() || dw.has_attr("algorithm")) continue;
     Node* pw = const_cast<Node*>(m.sole_reader(dw.outputs[0]));
     if (!is_internal_op(pw, "NhwcConv") || pw->inputs[0] != dw.outputs[0] || !geometry(g, *pw, &p)) continue;
-    if (!p.is_pointwise() || pw->has_attr("algorithm") || pw->has_attr("dw_group") || pw->has_input(6)) {
+    if (!p.is_pointwise() || pw->has_attr("algorithm") || has_stage(*pw, Stage::kFloatDepthwise) ||
+        has_stage(*pw, Stage::kChannelScale)) {
       ctx.refuse("depthwise_pointwise", dw, "its reader " + pw->label() + " is not a 1x1 convolution of stride 1 without padding");
       continue;
     }
     Node* ex = expansion_fold_pays(g, dw, d) ? expansion_of(g, m, dw.inputs[0], dw) : nullptr;  // before pw reads dw's input
     m.rewire_input(*pw, 0, dw.inputs[0]);
-    pw->inputs.resize(6);  // 2 and 3 (bias, residual) stay as they were, or empty
-    pw->inputs[4] = dw.inputs[1];
-    pw->inputs[5] = dw.has_input(2) ? dw.inputs[2] : "";
+    add_stage(*pw, Stage::kFloatDepthwise, {dw.inputs[1], dw.has_input(2) ? dw.inputs[2] : ""});  // after its residual, if any
     copy_attrs(dw, pw, "dw_");
-    Attr group;  // always set: what marks the fold for ops/conv_nhwc.cc
+    Attr group;  // always set: the depthwise's group for its geometry (DepthwiseStage)
     group.type = ORT_OP_ATTR_INT;
     group.i = d.group;
     pw->attrs["dw_group"] = group;
@@ -107,7 +104,7 @@ size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx) {
   for (Node& dw : g.nodes) {
     ConvGeometry d;
     if (!is_internal_op(&dw, "NhwcConv") || !geometry(g, dw, &d) || d.cin_g != 1 || d.cout != d.group || d.spatial != 2) continue;
-    if (dw.has_input(3) || dw.has_input(7) || dw.has_attr("algorithm") || dw.has_attr("dw_group")) continue;
+    if (!unit_stages(dw).empty() || dw.has_attr("algorithm")) continue;
     Node* ex = expansion_fold_pays(g, dw, d) ? expansion_of(g, m2, dw.inputs[0], dw) : nullptr;
     if (!ex) continue;
     take_expansion(m2, ex, &dw);

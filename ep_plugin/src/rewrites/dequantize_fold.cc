@@ -1,9 +1,8 @@
 // Folds the DequantizeLinear that alone reads a QGemm's uint8 output, and the Add of a constant bias row that
 // alone reads that (transformers quantized MatMul-only: QGemm -> DequantizeLinear -> Add(bias) -> float ops),
-// into the QGemm (ops/dequantize_after.h): inputs kDqScale / kDqZero / kDqBias, attribute dequantized_output,
-// and the last folded node's float output as its own. Then the Gelu that alone reads that (attribute then_gelu)
-// and the per-tensor QuantizeLinear that alone reads the Gelu (inputs kDqQScale / kDqQZero, attribute
-// requantized_output): the FFN's middle, from one quantized MatMul to the next, in one step. Runs after the QAdd
+// into the QGemm (ops/dequantize_after.h): stage Stage::kDequantize (ops/unit_stages.h), and the last folded
+// node's float output as its own. Then the Gelu that alone reads that (attribute then_gelu) and the per-tensor
+// QuantizeLinear that alone reads the Gelu (stage Stage::kRequantize): the FFN's middle, from one quantized MatMul to the next, in one step. Runs after the QAdd
 // folds (a unit has one or the other).
 #include "rewrite.h"
 
@@ -32,10 +31,7 @@ void fold_gelu_and_quantize(Graph& g, Matcher& m, Node& unit, std::string* label
   if (!scale || scale->dtype != DType::kFloat32 || scale->numel() != 1 || !zero || zero->numel() != 1 || !y ||
       (y->dtype != DType::kUint8 && y->dtype != DType::kInt8) || zero->dtype != y->dtype || q->attr_i("saturate", 1) != 1)
     return;
-  unit.inputs.resize(kDqRequantizeEnd);
-  unit.inputs[kDqQScale] = q->inputs[1];
-  unit.inputs[kDqQZero] = q->inputs[2];
-  unit.set_attr_i(kRequantizedOutput, 1);
+  add_stage(unit, Stage::kRequantize, {q->inputs[1], q->inputs[2]});
   *label += " + " + q->label();
   unit.outputs[0] = q->outputs[0];
   m.kill(q);
@@ -47,7 +43,7 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
   for (Node& unit : g.nodes) {
-    if (!is_internal_op(&unit, "QGemm") || unit.has_input(kQGemmInputCount) || unit.outputs.empty()) continue;
+    if (!is_internal_op(&unit, "QGemm") || !unit_stages(unit).empty() || unit.outputs.empty()) continue;
     const ValueInfo* own = g.value(unit.outputs[0]);
     const Node* dq = m.sole_reader(unit.outputs[0]);
     if (!own || own->dtype != DType::kUint8 || !is_onnx_op(dq, "DequantizeLinear") || dq->inputs[0] != unit.outputs[0]) continue;
@@ -63,11 +59,7 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx) {
     const Node* add = m.sole_reader(dq->outputs[0]);
     const size_t rank = own->has_shape ? own->shape.size() : 0;
     const std::string bias = is_onnx_op(add, "Add") ? column_bias(g, *add, dq->outputs[0], n, rank) : "";
-    unit.inputs.resize(kDqAfterEnd);
-    unit.inputs[kDqScale] = dq->inputs[1];
-    unit.inputs[kDqZero] = dq->has_input(2) ? dq->inputs[2] : "";
-    unit.inputs[kDqBias] = bias;
-    unit.set_attr_i(kDequantizedOutput, 1);
+    add_stage(unit, Stage::kDequantize, {dq->inputs[1], dq->has_input(2) ? dq->inputs[2] : "", bias});
     std::string label = dq->label();
     unit.outputs[0] = dq->outputs[0];
     m.kill(dq);

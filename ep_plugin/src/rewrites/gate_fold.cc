@@ -1,12 +1,13 @@
 // Folds a squeeze-excite's QMul into the 1x1 NhwcQConv that alone reads its output (ops/gate_before.h): the unit
 // reads the QMul's map operand [N, H, W, C] as its input and takes the gate [N or 1, 1, 1, C] and the QMul's
-// scales and zero points as inputs from kGate on (the map's first), the QMul's Relu as attribute gated_relu.
+// scales and zero points as its stage Stage::kGate (ops/unit_stages.h), the QMul's Relu as attribute gated_relu.
 // Everything uint8 but the gate (uint8 or int8). Runs after the depthwise blocks (a gated unit is never one).
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
 #include "../ops/conv_common.h"
 #include "../ops/gate_before.h"
+#include "../ops/qconv_block.h"
 
 namespace optim {
 
@@ -32,7 +33,7 @@ size_t fold_gates_into_units(Graph& g, RewriteContext& ctx) {
   Matcher m(g, ctx.outputs);
   size_t folded = 0;
   for (Node& unit : g.nodes) {
-    if (!is_internal_op(&unit, "NhwcQConv") || is_qconv_block(unit) || unit.has_attr(kGatedAttr)) continue;
+    if (!is_internal_op(&unit, "NhwcQConv") || is_qconv_block(unit) || has_stage(unit, Stage::kGate)) continue;
     Node* mul = const_cast<Node*>(m.producer(unit.inputs[kQGemmX]));
     if (!is_internal_op(mul, "QMul") || m.sole_reader(mul->outputs[0]) != &unit) continue;
     const Tensor* w = g.constant(unit.inputs[kQGemmW]);
@@ -53,14 +54,10 @@ size_t fold_gates_into_units(Graph& g, RewriteContext& ctx) {
     }
     const size_t at_map = map == kQBinaryA ? kQBinaryAScale : kQBinaryBScale;
     const size_t at_gate = gate == kQBinaryA ? kQBinaryAScale : kQBinaryBScale;
-    unit.inputs.resize(kGateEnd);
-    unit.inputs[kGateMapScale] = mul->inputs[at_map];
-    unit.inputs[kGateMapZero] = mul->inputs[at_map + 1];
-    unit.inputs[kGateScale] = mul->inputs[at_gate];
-    unit.inputs[kGateZero] = mul->inputs[at_gate + 1];
-    unit.inputs[kGateYScale] = mul->inputs[kQBinaryYScale];
-    unit.inputs[kGateYZero] = mul->inputs[kQBinaryYZero];
-    m.rewire_input(unit, kGate, mul->inputs[gate]);
+    const size_t first = add_stage(unit, Stage::kGate, {"", mul->inputs[at_map], mul->inputs[at_map + 1], mul->inputs[at_gate],
+                                                        mul->inputs[at_gate + 1], mul->inputs[kQBinaryYScale],
+                                                        mul->inputs[kQBinaryYZero]});
+    m.rewire_input(unit, first + kGateValue, mul->inputs[gate]);
     m.rewire_input(unit, kQGemmX, mul->inputs[map]);
     unit.set_attr_i(kGatedAttr, mul->attr_i("relu", 0));
     note_fused_before(unit, mul->label());

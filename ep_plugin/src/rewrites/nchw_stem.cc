@@ -1,13 +1,13 @@
 // Folds the layout change at a partition's input into the stem convolution that alone reads it: ToNhwc(x) ->
 // NhwcConv / NhwcQConv with few input channels (an RGB image) becomes the convolution reading x [N, C, H, W]
-// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc.cc: by bands of rows in
-// cache; ops/qconv_nhwc.cc: prepare_nchw_rows), so the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
+// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc_op.cc: by bands of rows in
+// cache; ops/qconv_nhwc_op.cc: prepare_nchw_rows), so the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
 // choices of the rewrites before (Winograd, folded depthwise, channel scales, blocks, gates) rule one out.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
 #include "../ops/conv_nhwc.h"
-#include "../ops/gate_before.h"
+#include "../ops/qconv_block.h"
 
 namespace optim {
 
@@ -30,8 +30,8 @@ size_t read_nchw_in_stems(Graph& g, RewriteContext& ctx) {
     if (!w || w->shape.size() != 4) continue;
     const ConvGeometry cg(*conv, w->shape);
     const bool depthwise = cg.cin_g == 1 && cg.cout == cg.group;  // runs on its own kernels, reading channels last
-    const bool plain = cg.group == 1 && !depthwise && !conv->has_attr("algorithm") && !conv->has_attr("dw_group") &&
-                       !(integer ? is_qconv_block(*conv) || conv->has_attr(kGatedAttr) : conv->has_input(6) || conv->has_input(7)) &&
+    const bool plain = cg.group == 1 && !depthwise && !conv->has_attr("algorithm") && !has_stage(*conv, Stage::kFloatDepthwise) &&
+                       !(integer ? is_qconv_block(*conv) || has_stage(*conv, Stage::kGate) : has_stage(*conv, Stage::kChannelScale) || has_stage(*conv, Stage::kFloatExpansion)) &&
                        conv->outputs.size() == 1;
     if (!plain || cg.cin_g > kMaxStemChannels) continue;
     m.rewire_input(*conv, 0, layout.inputs[0]);

@@ -1,6 +1,6 @@
 // Folds a QAdd into the integer unit (QGemm, NhwcQConv) that makes one of its operands, when the Add alone
 // reads that output (ops/qadd_after.h): the unit takes the other operand and the Add's scales and zero points
-// as inputs from kQAddOther on, the Add's Relu as attribute then_add_relu, and the Add's output as its own. The
+// as its stage Stage::kAdd (ops/unit_stages.h), the Add's Relu as attribute then_add_relu, and the Add's output as its own. The
 // other operand has the output's shape (a residual) or is one row of its last dim (a bias Add after a MatMul's
 // quantization). Runs after channels_last, whose NhwcQConv units and channels-last Adds it pairs.
 #include "rewrite.h"
@@ -44,7 +44,8 @@ size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx) {
     Node* unit = nullptr;
     for (size_t side : {size_t{kQBinaryA}, size_t{kQBinaryB}}) {
       Node* n = const_cast<Node*>(m.producer(add.inputs[side]));
-      if (is_unit(n) && n->outputs[0] == add.inputs[side] && !n->has_input(kQAddOther) && m.sole_reader(n->outputs[0]) == &add) {
+      if (is_unit(n) && n->outputs[0] == add.inputs[side] && !has_stage(*n, Stage::kAdd) &&
+          !has_stage(*n, Stage::kDequantize) && m.sole_reader(n->outputs[0]) == &add) {
         unit = n;
         self = side;
         break;
@@ -65,14 +66,10 @@ size_t fold_qadds_into_units(Graph& g, RewriteContext& ctx) {
     }
     const size_t at_self = self == kQBinaryA ? kQBinaryAScale : kQBinaryBScale;
     const size_t at_other = other == kQBinaryA ? kQBinaryAScale : kQBinaryBScale;
-    unit->inputs.resize(kQAddAfterEnd);
-    unit->inputs[kQAddSelfScale] = add.inputs[at_self];
-    unit->inputs[kQAddSelfZero] = add.inputs[at_self + 1];
-    unit->inputs[kQAddOtherScale] = add.inputs[at_other];
-    unit->inputs[kQAddOtherZero] = add.inputs[at_other + 1];
-    unit->inputs[kQAddYScale] = add.inputs[kQBinaryYScale];
-    unit->inputs[kQAddYZero] = add.inputs[kQBinaryYZero];
-    m.rewire_input(*unit, kQAddOther, add.inputs[other]);  // counted: the value now has this reader too
+    const size_t first = add_stage(*unit, Stage::kAdd, {"", add.inputs[at_self], add.inputs[at_self + 1], add.inputs[at_other],
+                                                       add.inputs[at_other + 1], add.inputs[kQBinaryYScale],
+                                                       add.inputs[kQBinaryYZero]});
+    m.rewire_input(*unit, first + kAddOther, add.inputs[other]);  // counted: the value now has this reader too
     unit->set_attr_i(kQAddReluAttr, add.attr_i("relu", 0));
     note_fused_after(*unit, add.label());
     unit->outputs[0] = add.outputs[0];

@@ -30,10 +30,11 @@ bool unit_geometry(const Graph& g, const Node* n, ConvGeometry* cg) {
 
 bool is_depthwise(const ConvGeometry& d) { return d.cin_g == 1 && d.cout == d.group && d.spatial == 2; }
 
-// Moves unit's parameters (inputs after x) to host's inputs from `base` on and its attributes under `prefix`.
-void take_unit(Matcher& m, Node* unit, Node* host, size_t base, const std::string& prefix) {
-  if (host->inputs.size() < kQBlockEnd) host->inputs.resize(kQBlockEnd);
-  for (size_t i = 0; i < kQBlockStageInputs; ++i) host->inputs[base + i] = unit->has_input(1 + i) ? unit->inputs[1 + i] : "";
+// Moves unit's parameters (inputs after x) to host's stage `stage` and its attributes under `prefix`.
+void take_unit(Matcher& m, Node* unit, Node* host, Stage stage, const std::string& prefix) {
+  std::vector<std::string> params;
+  for (size_t i = 0; i < kUnitStageInputs; ++i) params.push_back(unit->has_input(1 + i) ? unit->inputs[1 + i] : "");
+  add_stage(*host, stage, params);
   for (const auto& [name, a] : unit->attrs)
     if (name != "fused") host->attrs[prefix + name] = a;
   host->set_attr_s(prefix + "name", unit->name);
@@ -45,7 +46,7 @@ void take_unit(Matcher& m, Node* unit, Node* host, size_t base, const std::strin
 Node* expansion_of(Graph& g, const Matcher& m, Node& dw, const ConvGeometry& d, RewriteContext& ctx) {
   Node* ex = const_cast<Node*>(m.producer(dw.inputs[kQGemmX]));
   ConvGeometry e;
-  if (!unit_geometry(g, ex, &e) || !e.is_pointwise() || ex->has_input(kQAddOther) || m.sole_reader(dw.inputs[kQGemmX]) != &dw)
+  if (!unit_geometry(g, ex, &e) || !e.is_pointwise() || has_stage(*ex, Stage::kAdd) || m.sole_reader(dw.inputs[kQGemmX]) != &dw)
     return nullptr;
   if (!expansion_fold_pays(g, dw, d)) {
     ctx.refuse("qdepthwise_block", *ex, "its depthwise's image is small enough that the expansion runs faster as one GEMM");
@@ -62,7 +63,7 @@ size_t fold_qdepthwise_blocks(Graph& g, RewriteContext& ctx) {
   for (Node& dw : g.nodes) {
     ConvGeometry d;
     if (m.dead().count(m.index_of(&dw)) || !unit_geometry(g, &dw, &d) || !is_depthwise(d)) continue;
-    if (dw.has_input(kQAddOther)) {
+    if (has_stage(dw, Stage::kAdd)) {
       ctx.refuse("qdepthwise_block", dw, "a QAdd is folded into it");
       continue;
     }
@@ -79,10 +80,10 @@ size_t fold_qdepthwise_blocks(Graph& g, RewriteContext& ctx) {
     if (ex) m.rewire_input(*host, kQGemmX, ex->inputs[kQGemmX]);
     else m.rewire_input(*host, kQGemmX, dw.inputs[kQGemmX]);
     if (projection) {
-      take_unit(m, &dw, host, kQBlockDepthwise, "dw_");
+      take_unit(m, &dw, host, Stage::kDepthwise, "dw_");
       host->set_attr_i("dw_group", d.group);  // the mark of the fold, set even where the depthwise's group is 1
     }
-    if (ex) take_unit(m, ex, host, kQBlockExpansion, "ex_");
+    if (ex) take_unit(m, ex, host, Stage::kExpansion, "ex_");
     ++folded;
   }
   return commit_folds(g, m, folded);

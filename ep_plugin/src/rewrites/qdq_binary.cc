@@ -50,15 +50,8 @@ size_t fuse_qdq_binary(Graph& g, RewriteContext& ctx, const char* op, const char
                 db->inputs[0], db->inputs[1], db->has_input(2) ? db->inputs[2] : "",
                 next->inputs[1], next->has_input(2) ? next->inputs[2] : ""};
     q.outputs = {next->outputs[0]};
-    Attr rl;
-    rl.type = ORT_OP_ATTR_INT;
-    rl.i = relu ? 1 : 0;
-    q.attrs["relu"] = rl;
-    m.kill(&bin);
-    for (const Node* c : chain) m.kill(c);
-    m.kill(next);
-    m.kill_if_unread(da);
-    if (db != da) m.kill_if_unread(db);
+    q.set_attr_i("relu", relu ? 1 : 0);
+    retire_pattern(m, bin, chain, next, {da, db});
     added.push_back(std::move(q));
   }
   return commit_added(g, m, added);

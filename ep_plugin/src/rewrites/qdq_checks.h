@@ -3,7 +3,9 @@
 // biases as float or dequantized int32 constants; and the requantization some of them insert.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,22 @@
 #include "../ir.h"
 
 namespace optim {
+
+// Removes a matched QDQ pattern once its unit replaces it: the float op, the nodes between it and its
+// QuantizeLinear (a bias Add, a Relu), that QuantizeLinear, and each DequantizeLinear that fed it and that nothing
+// reads now (null entries and repeats skipped: x x x reads one DequantizeLinear twice).
+inline void retire_pattern(Matcher& m, const Node& op, const std::vector<const Node*>& chain, const Node* q,
+                           std::initializer_list<const Node*> dequantized) {
+  m.kill(&op);
+  for (const Node* c : chain) m.kill(c);
+  m.kill(q);
+  std::vector<const Node*> seen;
+  for (const Node* dq : dequantized) {
+    if (!dq || std::find(seen.begin(), seen.end(), dq) != seen.end()) continue;
+    seen.push_back(dq);
+    m.kill_if_unread(dq);
+  }
+}
 
 // Every rewrite here assumes scales are positive and finite: with a negative scale a Relu clamps the
 // other end of the integer range and MaxPool picks the minimum, and zero or NaN scales have no integer

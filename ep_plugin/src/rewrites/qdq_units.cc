@@ -126,20 +126,9 @@ size_t fuse_qdq_units(Graph& g, RewriteContext& ctx) {
     q.inputs[kQGemmYZero] = next->has_input(2) ? next->inputs[2] : "";
     q.outputs = {next->outputs[0]};
     if (conv) q.attrs = mm.attrs;  // kernel_shape, strides, pads, dilations, group, auto_pad
-    Attr tb;
-    tb.type = ORT_OP_ATTR_INT;
-    tb.i = trans_b ? 1 : 0;
-    q.attrs["transB"] = tb;
-    Attr rl = tb;
-    rl.i = relu ? 1 : 0;
-    q.attrs["relu"] = rl;
-
-    m.kill(&mm);
-    for (const Node* c : chain) m.kill(c);
-    m.kill(next);
-    m.kill_if_unread(dw);
-    if (dx != dw) m.kill_if_unread(dx);  // x x x reads one DequantizeLinear twice
-    if (bias_dq) m.kill_if_unread(bias_dq);
+    q.set_attr_i("transB", trans_b ? 1 : 0);
+    q.set_attr_i("relu", relu ? 1 : 0);
+    retire_pattern(m, mm, chain, next, {dw, dx, bias_dq});
     added.push_back(std::move(q));
   }
   return commit_added(g, m, added);

@@ -12,7 +12,8 @@
 #include "../../kernels/kernel_table.h"
 #include "../ir.h"
 #include "../ops/conv_common.h"
-#include "../ops/qgemm.h"  // kInternalDomain
+#include "../ops/op.h"  // kInternalDomain
+#include "../ops/qgemm.h"
 
 namespace optim {
 
@@ -57,9 +58,12 @@ using RewriteFn = size_t (*)(Graph& g, RewriteContext& ctx);
 struct Rewrite {
   const char* name;
   RewriteFn run;
+  // The rewrites that must have run before this one, each with why (rewrite_list.cc checks the list against them).
+  std::vector<std::pair<const char*, const char*>> after = {};
 };
 
-// Every rewrite, in the order they run (see rewrite_list.cc for why that order).
+// Every rewrite, in an order that keeps every one's `after` (checked when the list is first built: Error names the
+// rewrite and the one it must follow).
 const std::vector<Rewrite>& rewrite_list();
 
 // Runs the list on g; ctx.applied and ctx.refusals say what happened.
@@ -71,16 +75,16 @@ size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx);                // 
 size_t fuse_qdq_units(Graph& g, RewriteContext& ctx);                        // qdq_units.cc
 size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx);                         // qdq_binary.cc
 size_t fuse_qdq_muls(Graph& g, RewriteContext& ctx);                         // qdq_binary.cc
-size_t fold_constant_dequantize(Graph& g, RewriteContext& ctx);              // fold_dequantize.cc
-size_t fuse_gelu(Graph& g, RewriteContext& ctx);                             // gelu_fusion.cc
-size_t fuse_activations(Graph& g, RewriteContext& ctx);                      // activation_fusion.cc
-size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // qdq_lut.cc
-size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // nhwc_layout.cc
-size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogue.cc
+size_t fold_constant_dequantize(Graph& g, RewriteContext& ctx);              // constant_dequantize.cc
+size_t fuse_gelu(Graph& g, RewriteContext& ctx);                             // gelu.cc
+size_t fuse_activations(Graph& g, RewriteContext& ctx);                      // activations.cc
+size_t fold_qdq_lookup_tables(Graph& g, RewriteContext& ctx);                // qdq_lookup_tables.cc
+size_t to_channels_last(Graph& g, RewriteContext& ctx);                      // channels_last.cc
+size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx);                   // conv_epilogues.cc
 size_t fold_depthwise_into_pointwise(Graph& g, RewriteContext& ctx);         // depthwise_pointwise.cc
 size_t fold_qdepthwise_blocks(Graph& g, RewriteContext& ctx);                // qdepthwise_block.cc
 size_t fold_gates_into_units(Graph& g, RewriteContext& ctx);                 // gate_fold.cc
-size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scale.cc
+size_t fold_channel_scales(Graph& g, RewriteContext& ctx);                   // channel_scales.cc
 size_t choose_winograd(Graph& g, RewriteContext& ctx);                       // winograd.cc
 size_t fuse_matmul_bias(Graph& g, RewriteContext& ctx);                      // matmul_bias.cc
 size_t read_nchw_in_stems(Graph& g, RewriteContext& ctx);                    // nchw_stem.cc

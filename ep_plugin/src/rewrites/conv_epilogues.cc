@@ -1,4 +1,4 @@
-// Folds what follows a float channels-last convolution into its epilogue (ops/conv_nhwc.cc):
+// Folds what follows a float channels-last convolution into its epilogue (ops/conv_nhwc_op.cc):
 //   NhwcConv -> Add(other of the same shape) -> Relu | Clip(constant bounds) -> HardSwish | HardSigmoid |
 //   LeakyRelu | SiLU
 // becomes one NhwcConv with `other` as its residual input (input 3), activation_min / activation_max and
@@ -101,7 +101,7 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
       const float inf = std::numeric_limits<float>::infinity();
       const float lo = conv.attr_f("activation_min", -inf), hi = conv.attr_f("activation_max", inf);
       const bool plain = lo == -inf && hi == inf && !conv.has_attr("activation");
-      if (is_onnx_op(next, "Add") && plain && conv.inputs.size() < 4 && next->inputs.size() == 2) {
+      if (is_onnx_op(next, "Add") && plain && unit_stages(conv).empty() && next->inputs.size() == 2) {
         const std::string& other = next->inputs[0] == conv.outputs[0] ? next->inputs[1] : next->inputs[0];
         const ValueInfo* a = g.value(conv.outputs[0]);
         const ValueInfo* b = g.value(other);
@@ -114,8 +114,7 @@ size_t fuse_conv_epilogues(Graph& g, RewriteContext& ctx) {
           ctx.refuse("conv_epilogues", *next, "its other operand does not have the convolution's shape, or comes from it");
           continue;
         }
-        conv.inputs.resize(4);
-        conv.inputs[3] = other;
+        add_stage(conv, Stage::kResidual, {other});
       } else if (!conv.has_attr("activation") && activation_attrs(*next, &conv)) {
         // HardSwish, HardSigmoid, LeakyRelu, SiLU after the clamp (set above when Relu/Clip came first).
       } else if (conv.has_attr("activation")) {

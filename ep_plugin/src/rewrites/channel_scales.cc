@@ -1,6 +1,6 @@
 // Folds a squeeze-excite gate into the 1x1 convolution after it: Mul(x [N,H,W,C], s [N,1,1,C]) read only by
 // a float 1x1 NhwcConv (stride 1, no padding, one group) becomes that convolution on x with s as input 6,
-// so the gated map is never stored (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). ops/conv_nhwc.cc
+// so the gated map is never stored (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). ops/conv_nhwc_op.cc
 // scales each image's packed weights by its s (conv(x * s) = x * (s W)) on large images, and on small ones
 // (7x7 and 14x14 in MobileNetV3, where rescaling weights costs more than the Mul) scales the rows each task
 // is about to multiply, in cache.
@@ -39,7 +39,8 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx) {
     if (!is_onnx_op(&mul, "Mul") || mul.inputs.size() != 2) continue;
     Node* conv = const_cast<Node*>(m.sole_reader(mul.outputs[0]));
     if (!is_internal_op(conv, "NhwcConv") || conv->inputs[0] != mul.outputs[0]) continue;
-    if (conv->has_attr("algorithm") || conv->has_attr("dw_group") || conv->has_input(6)) continue;
+    if (conv->has_attr("algorithm") || has_stage(*conv, Stage::kFloatDepthwise) || has_stage(*conv, Stage::kChannelScale))
+      continue;
     const Tensor* w = g.constant(conv->inputs[1]);
     if (!w || w->dtype != DType::kFloat32 || w->shape.size() != 4) continue;
     const ConvGeometry cg(*conv, w->shape);
@@ -50,9 +51,8 @@ size_t fold_channel_scales(Graph& g, RewriteContext& ctx) {
       if (!xs.empty() && xs[3] == cg.cin_g && is_gate(g, mul.inputs[static_cast<size_t>(1 - k)], xs)) x = k;
     }
     if (x < 0) continue;
-    conv->inputs.resize(7);
     conv->inputs[0] = mul.inputs[static_cast<size_t>(x)];
-    conv->inputs[6] = mul.inputs[static_cast<size_t>(1 - x)];
+    add_stage(*conv, Stage::kChannelScale, {mul.inputs[static_cast<size_t>(1 - x)]});
     note_fused_before(*conv, mul.label());
     m.kill(&mul);
     ++folded;
