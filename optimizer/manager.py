@@ -1,6 +1,6 @@
 """The pass manager: runs passes in rounds until a round changes nothing (a fixed point), or until a
 cap on rounds, timing each pass and recording which pass changed the model in which round, so
-that a failed proof can replay the changes one at a time (bisect.py)."""
+that a failed proof can replay the changes one at a time (culprit.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""A squeeze-excite gate folded into the 1x1 convolution after it (rewrites/channel_scales.cc; ops/conv_nhwc_op.cc
-scales each image's packed weights by its gate on large images, the rows each task multiplies on small ones):
-EfficientNet / MobileNetV3-style blocks match ONNX Runtime's CPU EP on every ISA, with the gate per image or
-shared, on both paths."""
+"""A squeeze-excite gate folded into the 1x1 convolution after it (rewrites/channel_scales.cc;
+ops/conv_nhwc_algorithms.cc scales each image's packed weights by its gate on large images, the rows each task
+multiplies on small ones): EfficientNet / MobileNetV3-style blocks match ONNX Runtime's CPU EP on every ISA, with
+the gate per image or shared, on both paths."""
 
 from __future__ import annotations
 

@@ -47,8 +47,8 @@ def test_a_float_stem_reads_the_channels_first_image(case, isa):
     assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0], what=f"{case} on {isa}")
 
 
-# Rows wide enough that a float stem runs each image in several bands of output rows (ops/conv_nhwc_op.cc: each task
-# pads and interleaves the input rows of its band, 64 KB of them), the last band shorter than the others.
+# Rows wide enough that a float stem runs each image in several bands of output rows (ops/conv_nhwc_algorithms.cc:
+# each task pads and interleaves the input rows of its band, 64 KB of them), the last band shorter than the others.
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("case", ["RGB 3x3 stride 2 (MobileNet)", "RGB 7x7 stride 2 (ResNet)",
                                   "RGB 4x4 stride 4, no padding (ConvNeXt's patches)"])

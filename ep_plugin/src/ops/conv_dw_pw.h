@@ -1,7 +1,7 @@
 // A depthwise convolution and the 1x1 convolution that reads it, in one pass (rewrites/depthwise_pointwise.cc
 // folds the pair into the pointwise NhwcConv, the depthwise's attributes prefixed "dw_"), and optionally the
-// 1x1 expansion before it too ("ex_" attributes, stage kFloatExpansion of unit_stages.h): a MobileNet block's expanded tensor
-// (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
+// 1x1 expansion before it too ("ex_" attributes, stage kFloatExpansion of unit_stages.h): a MobileNet block's
+// expanded tensor (8x112x112x96 floats at batch 8: 38 MB) then never goes to memory. Without the expansion, tasks take a
 // block of output pixels, run the depthwise kernel on it into a tile of their scratch slot, and hand the tile
 // to the pointwise GEMM while it is in cache; with it, runs of bands of output rows of one image: a band's
 // input rows come from the expansion GEMM, except those it shares with the band before, which are kept
@@ -25,9 +25,9 @@ std::vector<float> read_conv_bias(const Node& n, const Graph& g, size_t input, i
 
 class DepthwiseStage {
  public:
-  // n: the pointwise node with the depthwise's inputs (4: weights, 5: bias) and its "dw_" attributes, or
-  // (hosted_by_pointwise false) the depthwise node itself; either maybe with the expansion's (7: weights,
-  // 8: bias; "ex_" attributes).
+  // n: the pointwise node with the depthwise's weights and bias (stage kFloatDepthwise, unit_stages.h) and its
+  // "dw_" attributes, or (hosted_by_pointwise false) the depthwise node itself; either maybe with the
+  // expansion's (stage kFloatExpansion; "ex_" attributes).
   DepthwiseStage(const Node& n, const Graph& g, bool hosted_by_pointwise);
   bool has_expansion() const { return ex_ != nullptr; }
   void prepare();

@@ -18,7 +18,7 @@
 // float NhwcConv:
 // kResidual       the Add's other operand                                 rewrites/conv_epilogues.cc (conv_nhwc_op.cc)
 // kFloatDepthwise W, B of a depthwise convolution before a 1x1 one        rewrites/depthwise_pointwise.cc (conv_dw_pw.h)
-// kChannelScale   a squeeze-excite gate [N or 1, 1, 1, C] on the input    rewrites/channel_scales.cc (conv_nhwc_op.cc)
+// kChannelScale   a squeeze-excite gate [N or 1, 1, 1, C] on the input    rewrites/channel_scales.cc (conv_nhwc_algorithms.h)
 // kFloatExpansion W, B of the 1x1 expansion before a depthwise one       rewrites/depthwise_pointwise.cc (conv_dw_pw.h)
 #pragma once
 

@@ -1,9 +1,9 @@
-// Folds a squeeze-excite gate into the 1x1 convolution after it: Mul(x [N,H,W,C], s [N,1,1,C]) read only by
-// a float 1x1 NhwcConv (stride 1, no padding, one group) becomes that convolution on x with s as input 6,
-// so the gated map is never stored (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). ops/conv_nhwc_op.cc
-// scales each image's packed weights by its s (conv(x * s) = x * (s W)) on large images, and on small ones
-// (7x7 and 14x14 in MobileNetV3, where rescaling weights costs more than the Mul) scales the rows each task
-// is about to multiply, in cache.
+// Folds a squeeze-excite gate into the 1x1 convolution after it: Mul(x [N,H,W,C], s [N,1,1,C]) read only by a float
+// 1x1 NhwcConv (stride 1, no padding, one group) becomes that convolution on x with s as its stage kChannelScale, so
+// the gated map is never stored (EfficientNet-B0 b8 spent 3 of 62 ms in those Muls). ops/conv_nhwc_algorithms.cc
+// (ChannelScaled) scales each image's packed weights by its s (conv(x * s) = x * (s W)) on large images, and on small
+// ones (7x7 and 14x14 in MobileNetV3, where rescaling weights costs more than the Mul) scales the rows each task is
+// about to multiply, in cache.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"

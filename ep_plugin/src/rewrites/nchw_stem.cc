@@ -1,8 +1,9 @@
-// Folds the layout change at a partition's input into the stem convolution that alone reads it: ToNhwc(x) ->
-// NhwcConv / NhwcQConv with few input channels (an RGB image) becomes the convolution reading x [N, C, H, W]
-// itself, attribute nchw_input; it copies its padded input once anyway (ops/conv_nhwc_op.cc: by bands of rows in
-// cache; ops/qconv_nhwc_op.cc: prepare_nchw_rows), so the transposed image is never stored (the ONNX Runtime CPU EP's NCHWc stem does the same). Runs last: the
-// choices of the rewrites before (Winograd, folded depthwise, channel scales, blocks, gates) rule one out.
+// Folds the layout change at a partition's input into the stem convolution that alone reads it: ToNhwc(x) -> NhwcConv
+// / NhwcQConv with few input channels (an RGB image) becomes the convolution reading x [N, C, H, W] itself, attribute
+// nchw_input; it copies its padded input once anyway (ops/conv_nhwc_algorithms.cc, NchwStem: by bands of rows in
+// cache; ops/qconv_nhwc.cc: prepare_nchw_rows), so the transposed image is never stored (the ONNX Runtime CPU EP's
+// NCHWc stem does the same). Runs last: the choices of the rewrites before (Winograd, folded depthwise, channel
+// scales, blocks, gates) rule one out.
 #include "rewrite.h"
 
 #include "../graph_matcher.h"
