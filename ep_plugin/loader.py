@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import onnxruntime as ort
 EP_NAME = "OptimEP"
 LIBRARY_ENV = "OPTIM_EP_LIBRARY"  # points at another build of the library (e.g. the sanitizer build)
 LIBRARY_FILE = "liboptim_ep.so"
+EDITABLE_FINDER = "_optim_editable"  # build_backend/optim_backend.py's module in an editable install
 API_VERSION = 23  # the ORT API version the library asks for (ort_version_supported)
 
 _lock = threading.Lock()
@@ -22,12 +24,17 @@ class EpLoadError(RuntimeError):
 
 
 def library_path() -> Path:
-    """Path of the OptimEP shared library: $OPTIM_EP_LIBRARY if set, else the one installed beside this module."""
+    """Path of the OptimEP shared library: $OPTIM_EP_LIBRARY if set, else the one installed beside this module, else
+    (an editable install, `pip install -e .`) the one its finder module names."""
     override = os.environ.get(LIBRARY_ENV)
     path = Path(override) if override else Path(__file__).resolve().parent / LIBRARY_FILE
+    where = f"${LIBRARY_ENV}={override}" if override else "the installed optim.ep_plugin package"
+    fix = "rebuild with `make install`"
+    editable = getattr(sys.modules.get(EDITABLE_FINDER), "LIBRARY", None)
+    if not override and not path.is_file() and editable:
+        path, where, fix = Path(editable), "this checkout's editable install", "run `pip install -e .` again"
     if not path.is_file():
-        where = f"${LIBRARY_ENV}={override}" if override else "the installed optim.ep_plugin package"
-        raise EpLoadError(f"OptimEP library not found at {path} ({where}); rebuild with `make install`.")
+        raise EpLoadError(f"OptimEP library not found at {path} ({where}); {fix}.")
     return path
 
 

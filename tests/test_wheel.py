@@ -23,15 +23,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.wheel]
 HEAVY = {"torch", "onnxscript", "onnxsim", "matplotlib", "transformers", "openvino", "sklearn", "fastapi", "uvicorn",
          "ray"}
 # What the wheel is built from: a dist/ wheel older than any of these is stale.
-SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "CMakeLists.txt", "cmake", "ep_plugin", "common", "exporter",
-           "optimizer", "models", "serve", "torch_backend"]
+SOURCES = ["__init__.py", "cli.py", "pyproject.toml", "build_backend", "CMakeLists.txt", "cmake", "ep_plugin", "common",
+           "exporter", "optimizer", "models", "serve", "torch_backend"]
 
 
 def _newest_source() -> float:
     newest = 0.0
     for name in SOURCES:
         path = ROOT / name
-        files = [path] if path.is_file() else (p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files = [path] if path.is_file() else (p for p in path.rglob("*")
+                                               if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".so")
         newest = max([newest, *(p.stat().st_mtime for p in files)])
     return newest
 
