@@ -76,13 +76,18 @@ def random_inputs(sess: ort.InferenceSession, shapes: dict[str, list[int]] | Non
     return feeds
 
 
-def load_inputs(path: str | os.PathLike, sess: ort.InferenceSession) -> dict[str, np.ndarray]:
-    """Inputs from an .npz whose keys are the model's input names; checks names and dtypes."""
+def read_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an .npz by name (no pickles); RunInputError when it cannot be read."""
     try:
         with np.load(Path(path), allow_pickle=False) as data:
-            feeds = {k: data[k] for k in data.files}
+            return {k: data[k] for k in data.files}
     except (OSError, ValueError) as e:
         raise RunInputError(f"cannot read inputs from {path}: {e}") from None
+
+
+def load_inputs(path: str | os.PathLike, sess: ort.InferenceSession) -> dict[str, np.ndarray]:
+    """Inputs from an .npz whose keys are the model's input names; checks names and dtypes."""
+    feeds = read_npz(path)
     expected = {i.name: i for i in sess.get_inputs()}
     missing = sorted(set(expected) - set(feeds))
     extra = sorted(set(feeds) - set(expected))

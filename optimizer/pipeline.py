@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 
 from optim.common.comparison import DEFAULT_TOLERANCE, Tolerance
+from optim.ep_plugin.inputs import RunInputError, read_npz
 
 from .culprit import find_culprit
 from .errors import OptimizeError, ProofError
@@ -65,10 +66,9 @@ def optimize(
         inputs = {k: v for k, v in inputs.items() if k not in frozen}
     elif frozen and inputs is not None:  # an .npz path
         try:
-            with np.load(os.fspath(inputs), allow_pickle=False) as data:
-                inputs = {k: data[k] for k in data.files if k not in frozen}
-        except (OSError, ValueError) as e:
-            raise OptimizeError(f"cannot read inputs from {inputs}: {e}") from None
+            inputs = {k: v for k, v in read_npz(inputs).items() if k not in frozen}
+        except RunInputError as e:
+            raise OptimizeError(str(e)) from None
     reference = make_reference(original, inputs, shapes, seed)
     work = onnx.ModelProto()
     work.CopyFrom(original)

@@ -102,12 +102,14 @@ def first_unfit_sample(model, plan: Plan, args: list, batches: list[dict]) -> st
     only takes in relation to another, such as a Flatten before a Linear), else None (the failure was not theirs)."""
     import onnxruntime as ort
 
-    quiet = ort.SessionOptions()
+    from optim.ep_plugin import cpu_session
+
+    session = cpu_session(model.SerializeToString())
+    quiet = ort.RunOptions()
     quiet.log_severity_level = 4  # the failure is said once, below
-    session = ort.InferenceSession(model.SerializeToString(), quiet, providers=["CPUExecutionProvider"])
     for i, batch in enumerate(batches):
         try:
-            session.run(None, batch)
+            session.run(None, batch, quiet)
         except Exception as e:  # noqa: BLE001 - ONNX Runtime's error for this sample, quoted
             shapes = ", ".join(f"{name!r} {_shape(batch[name].shape)}" for name in plan.names)
             called = ", ".join(f"{_shape(args[p].shape)}" for p in plan.tensor_positions)

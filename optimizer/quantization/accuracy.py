@@ -66,6 +66,12 @@ class OutputAccuracy:
         return line + (f"\n    worst part: {worst}" if worst is not None else "")
 
 
+def lowest(rows: list[OutputAccuracy], field: str) -> list[float]:
+    """Every value of `field` ("cosine", "sqnr_db") over `rows` and their parts (a Concat's inputs, small channel
+    groups): where a loss can hide, the lowest is what counts."""
+    return [getattr(r, field) for r in rows] + [getattr(s, field) for r in rows for s in r.slices]
+
+
 def _rows(a: np.ndarray) -> np.ndarray:
     """One row per sample: the first axis, or the whole array for scalars and vectors."""
     return a.reshape(a.shape[0], -1) if a.ndim > 1 else a.reshape(1, -1)

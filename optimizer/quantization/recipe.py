@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 import onnx
 
-from .accuracy import OutputAccuracy
+from .accuracy import OutputAccuracy, lowest
 
 # Every output, and every part of one, at least this close to float (cosine) with every op type quantized, or the
 # transformer recipe is tried.
@@ -76,8 +76,8 @@ def transformer_op_types(model: onnx.ModelProto) -> list[str]:
 
 
 def worst_cosine(rows: list[OutputAccuracy]) -> float:
-    """The lowest cosine over the outputs and the parts a Concat made."""
-    return min(min([row.cosine, *(s.cosine for s in row.slices)]) for row in rows)
+    """The lowest cosine over the outputs and their parts."""
+    return min(lowest(rows, "cosine"))
 
 
 def choose_recipe(model: onnx.ModelProto, measure: Callable[[list[str] | None], float],

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import OptimizeError
-from .accuracy import OutputAccuracy
+from .accuracy import OutputAccuracy, lowest
 
 # metric -> (OutputAccuracy field, what it means, the range a threshold must lie in)
 METRICS = {
@@ -31,11 +31,13 @@ class Target:
 
     def value(self, rows: list[OutputAccuracy], runtime: str = "OptimEP") -> float:
         """The measured value: the worst output's (top1: the logits output's) on `runtime`; cosine and SQNR also
-        count each part of an output that a Concat made (accuracy.py's slices)."""
+        count each part of an output (accuracy.lowest)."""
         field = METRICS[self.metric][0]
-        values = [getattr(r, field) for r in rows if r.runtime == runtime and getattr(r, field) is not None]
+        mine = [r for r in rows if r.runtime == runtime]
         if field in ("cosine", "sqnr_db"):
-            values += [getattr(s, field) for r in rows if r.runtime == runtime for s in r.slices]
+            values = lowest(mine, field)
+        else:
+            values = [getattr(r, field) for r in mine if getattr(r, field) is not None]
         if not values:
             raise OptimizeError(f"target {self} needs a {self.metric} measurement, and the report has none")
         return min(values)
