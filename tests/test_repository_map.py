@@ -1,5 +1,6 @@
 """The repository stays as docs/ARCHITECTURE.md says: every path the map names exists and every package folder is
-on it; OptimEP's C++ has no include loops between its files; each graph rewrite's report name is its file's name."""
+on it; OptimEP's C++ has no include loops between its files; each graph rewrite's report name is its file's name;
+each kernel lives in the file its name or its kernel_list.inc section names."""
 
 from __future__ import annotations
 
@@ -81,3 +82,39 @@ def test_each_rewrite_lives_in_the_file_of_its_name():
         assert source.exists(), f"rewrite {name!r} has no file {source.relative_to(ROOT)}"
         assert re.search(rf"\b{function}\(Graph& g, RewriteContext& ctx\) \{{", source.read_text()), \
             f"{function} (rewrite {name!r}) is not defined in {source.relative_to(ROOT)}"
+
+
+ISA_SUFFIXES = ("scalar", "avx2", "avxvnni", "avx512", "avx512vnni", "avx512bf16", "avx512vbmi", "amx")
+
+
+def _kernel_rows() -> list[tuple[str, list[str]]]:
+    """(symbol, the file stems its section names with `in stem_*.cc`) for every row of kernels/kernel_list.inc."""
+    rows, section = [], []
+    comment = ""
+    for line in (ROOT / "ep_plugin/kernels/kernel_list.inc").read_text().splitlines():
+        if line.startswith("//"):
+            comment = comment + " " + line[2:] if section is None else line[2:]
+            section = None
+            continue
+        if section is None:  # the comment block above these rows ended
+            section = re.findall(r"(\w+)_\*\.cc", comment)
+            comment = ""
+        if line.startswith("OPTIM_KERNEL"):
+            args = [a.strip() for a in line[line.index("(") + 1 : line.rindex(")")].split(",")]
+            rows.append((args[3] if line.startswith("OPTIM_KERNEL_IF") else args[2], section))
+    return rows
+
+
+def test_each_kernel_lives_where_the_kernel_list_says():
+    kernels = ROOT / "ep_plugin" / "kernels"
+    sources = {p.stem: p.read_text() for p in kernels.glob("*.cc")}
+    stem_of = lambda name: re.sub(r"_(%s)$" % "|".join(ISA_SUFFIXES), "", name)  # noqa: E731
+    rows = _kernel_rows()
+    assert len(rows) > 80
+    lost = []
+    for symbol, section_stems in rows:
+        defined_in = [name for name, text in sources.items() if re.search(r"\b%s\(" % symbol, text) and name != "kernel_table"]
+        named = [n for n in defined_in if (symbol + "_").startswith(stem_of(n)) or stem_of(n) in section_stems]
+        if not named:
+            lost.append(f"{symbol} (found in {defined_in})")
+    assert not lost, f"kernels not in the file their name or their kernel_list.inc section names: {lost}"

@@ -1,6 +1,6 @@
 // AVX2 transcendental building blocks shared by the element-wise, activation and recurrent-cell kernels:
-// exp, erf, sigmoid and tanh on 8 floats (polynomial approximations; relative error about 1e-7 for exp,
-// absolute about 1e-7 for erf). Included only by files compiled with -mavx2 -mfma.
+// exp, erf, sigmoid and tanh on 8 floats (math_poly.h's polynomial approximations; relative error about 1e-7
+// for exp, absolute about 1e-7 for erf). Included only by files compiled with -mavx2 -mfma.
 #pragma once
 
 #include <immintrin.h>
@@ -8,31 +8,40 @@
 #include <cmath>
 
 #include "kernel_table.h"
+#include "math_poly.h"
 
 namespace optim::kernels {
 namespace {  // internal linkage: one copy per including file, compiled with its flags
 
-// exp(x): x = n*ln2 + r with |r| <= ln2/2, exp(r) by a degree-6 polynomial, 2^n through the exponent
-// bits in two halves (so n up to 128 stays finite). Overflows to +inf above 88.72, flushes results
-// below e^-87 (1.65e-38, just above the smallest normal float) to 0, and keeps NaN. The flush point
-// keeps every intermediate normal: a subnormal product costs a microcode assist, hundreds of cycles,
-// and masked attention scores (x = -1e30 or so) would pay it for every element.
+// 8 floats as the kernels written once over a vector type see them (math_poly.h, softmax_row.h, winograd_f23.h): the
+// operations they share; each kernel file's type adds its own.
+struct F32x8 {
+  using Reg = __m256;
+  static constexpr int64_t kWidth = 8;
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg set1(float v) { return _mm256_set1_ps(v); }
+  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
+  static Reg div(Reg a, Reg b) { return _mm256_div_ps(a, b); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm256_fnmadd_ps(a, b, c); }
+  static Reg round(Reg a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+};
+
+// exp(x): e^r (exp_reduced) scaled by 2^n through the exponent bits in two halves (so n up to 128 stays
+// finite). Overflows to +inf above 88.72, flushes results below e^-87 (1.65e-38, just above the smallest normal
+// float) to 0, and keeps NaN. The flush point keeps every intermediate normal: a subnormal product costs a
+// microcode assist, hundreds of cycles, and masked attention scores (x = -1e30 or so) would pay it for every
+// element.
 inline __m256 exp_ps(__m256 x) {
   const __m256 hi = _mm256_set1_ps(88.7228317f), lo = _mm256_set1_ps(-87.0f);
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   const __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ), under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // r = x - n*ln2 in two steps (ln2 split into a part exact in float and the rest) to keep precision.
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+  __m256 n;
+  const __m256 p = exp_reduced<F32x8>(_mm256_min_ps(_mm256_max_ps(x, lo), hi), n);
   const __m256i ni = _mm256_cvtps_epi32(n);
   const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
   const __m256i bias = _mm256_set1_epi32(127);
@@ -43,29 +52,14 @@ inline __m256 exp_ps(__m256 x) {
   return _mm256_blendv_ps(y, x, nan);
 }
 
-// erf(x): odd; for |x| < 0.5 a Taylor polynomial in x^2 (relative accuracy near 0), above that
-// 1 - t*poly(t)*exp(-x^2) with t = 1/(1 + 0.3275911|x|) (Abramowitz & Stegun 7.1.26), saturating to 1.
+// erf(x): odd; erf_small below |x| = 0.5, above 1 - erf_tail * exp(-x^2) with x's sign, saturating to 1.
 inline __m256 erf_ps(__m256 x) {
   const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
   const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
   const __m256 x2 = _mm256_mul_ps(x, x);
-  // Small |x|: 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
-  __m256 s = _mm256_set1_ps(-1.0f / 1320.f);
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.0f / 216.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(-1.0f / 42.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.0f / 10.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(-1.0f / 3.f));
-  s = _mm256_fmadd_ps(s, x2, _mm256_set1_ps(1.f));
-  const __m256 small = _mm256_mul_ps(_mm256_mul_ps(s, x), _mm256_set1_ps(1.12837916709551257f));
-  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(a, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.f)));
-  __m256 q = _mm256_set1_ps(1.061405429f);
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-1.453152027f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.421413741f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-0.284496736f));
-  q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(0.254829592f));
-  q = _mm256_mul_ps(q, t);
+  const __m256 small = erf_small<F32x8>(x, x2);
   const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x2));
-  const __m256 large = _mm256_or_ps(_mm256_fnmadd_ps(q, e, _mm256_set1_ps(1.f)), sign);
+  const __m256 large = _mm256_or_ps(_mm256_fnmadd_ps(erf_tail<F32x8>(a), e, _mm256_set1_ps(1.f)), sign);
   const __m256 use_small = _mm256_cmp_ps(a, _mm256_set1_ps(0.5f), _CMP_LT_OQ);
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   return _mm256_blendv_ps(_mm256_blendv_ps(large, small, use_small), x, nan);
@@ -76,19 +70,12 @@ inline __m256 sigmoid_ps(__m256 x) {
   return _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(_mm256_set1_ps(1.f), exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-// tanh(x) = 2 sigmoid(2x) - 1, and near 0 (where that loses relative precision) the Taylor series.
+// tanh(x) = 2 sigmoid(2x) - 1, and near 0 (where that loses relative precision) tanh_small.
 inline __m256 tanh_ps(__m256 x) {
   const __m256 two = _mm256_set1_ps(2.f);
   const __m256 big = _mm256_fmsub_ps(two, sigmoid_ps(_mm256_mul_ps(two, x)), _mm256_set1_ps(1.f));
-  const __m256 x2 = _mm256_mul_ps(x, x);
-  __m256 t = _mm256_set1_ps(-1382.f / 155925.f);
-  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(62.f / 2835.f));
-  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-17.f / 315.f));
-  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(2.f / 15.f));
-  t = _mm256_fmadd_ps(t, x2, _mm256_set1_ps(-1.f / 3.f));
-  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(t, x2), x, x);
   const __m256 near0 = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.f), x), _mm256_set1_ps(0.5f), _CMP_LT_OQ);
-  return _mm256_blendv_ps(big, small, near0);  // NaN: the comparison fails, big keeps it
+  return _mm256_blendv_ps(big, tanh_small<F32x8>(x), near0);  // NaN: the comparison fails, big keeps it
 }
 
 // One activation (kernel_table.h, ActivationFn's operations) on 8 floats: activation_avx2.cc's loop body
@@ -106,20 +93,6 @@ inline __m256 activation256(ActivationOp op, const ActivationParams& p, __m256 v
     }
   }
 }
-
-// 8 floats as the kernels written once over a vector type see them (softmax_row.h, winograd_f23.h): the
-// operations they share; each kernel file's type adds its own.
-struct F32x8 {
-  using Reg = __m256;
-  static constexpr int64_t kWidth = 8;
-  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
-  static Reg set1(float v) { return _mm256_set1_ps(v); }
-  static Reg max(Reg a, Reg b) { return _mm256_max_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm256_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm256_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm256_mul_ps(a, b); }
-};
 
 // The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on 8 channels: bias and residual (each
 // when not null, pointing at those channels), the clamp, the activation. The AVX2 conv GEMM's and Winograd's.

@@ -1,7 +1,7 @@
 // AVX-512 transcendental building blocks on 16 floats, shared by the element-wise and activation kernels.
 // exp scales its polynomial by 2^n with vscalefps (one instruction, exact), so it is about a third of the
 // AVX2 form's instructions; results below e^-87.3 are flushed to 0, as there, so that no product is
-// subnormal (a microcode assist each). The polynomials are math_avx2.h's. Included only by files compiled
+// subnormal (a microcode assist each). The polynomials are math_poly.h's, as for AVX2. Included only by files compiled
 // with -mavx512f.
 #pragma once
 
@@ -10,25 +10,35 @@
 #include <cstdint>
 
 #include "kernel_table.h"
+#include "math_poly.h"
 
 namespace optim::kernels {
 namespace {  // internal linkage: one copy per including file, compiled with its flags
+
+// 16 floats as the kernels written once over a vector type see them (math_poly.h, softmax_row.h, winograd_f23.h): the
+// operations they share; each kernel file's type adds its own.
+struct F32x16 {
+  using Reg = __m512;
+  static constexpr int64_t kWidth = 16;
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg set1(float v) { return _mm512_set1_ps(v); }
+  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
+  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
+  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
+  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
+  static Reg div(Reg a, Reg b) { return _mm512_div_ps(a, b); }
+  static Reg fmadd(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static Reg fnmadd(Reg a, Reg b, Reg c) { return _mm512_fnmadd_ps(a, b, c); }
+  static Reg round(Reg a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+};
 
 inline __m512 exp512(__m512 x) {
   const __m512 lo = _mm512_set1_ps(-87.3365447f);
   const __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
   // max/min return their second operand when it is NaN: NaN flows through to the result.
-  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.8f), _mm512_max_ps(lo, x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  __m512 n;
+  const __m512 p = exp_reduced<F32x16>(_mm512_min_ps(_mm512_set1_ps(88.8f), _mm512_max_ps(lo, x)), n);
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~tiny), _mm512_scalef_ps(p, n));  // e^88.8 overflows to inf
 }
 
@@ -38,43 +48,22 @@ inline __m512 sigmoid512(__m512 x) {
   return _mm512_div_ps(one, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
 }
 
-// 2 sigmoid(2x) - 1, and near 0 (where that loses relative precision) the Taylor series.
+// 2 sigmoid(2x) - 1, and near 0 (where that loses relative precision) tanh_small.
 inline __m512 tanh512(__m512 x) {
   const __m512 two = _mm512_set1_ps(2.f);
   const __m512 big = _mm512_fmsub_ps(two, sigmoid512(_mm512_mul_ps(two, x)), _mm512_set1_ps(1.f));
-  const __m512 x2 = _mm512_mul_ps(x, x);
-  __m512 t = _mm512_set1_ps(-1382.f / 155925.f);
-  t = _mm512_fmadd_ps(t, x2, _mm512_set1_ps(62.f / 2835.f));
-  t = _mm512_fmadd_ps(t, x2, _mm512_set1_ps(-17.f / 315.f));
-  t = _mm512_fmadd_ps(t, x2, _mm512_set1_ps(2.f / 15.f));
-  t = _mm512_fmadd_ps(t, x2, _mm512_set1_ps(-1.f / 3.f));
-  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(t, x2), x, x);
   const __mmask16 near0 = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(0.5f), _CMP_LT_OQ);
-  return _mm512_mask_mov_ps(big, near0, small);  // NaN: the comparison fails, big keeps it
+  return _mm512_mask_mov_ps(big, near0, tanh_small<F32x16>(x));  // NaN: the comparison fails, big keeps it
 }
 
-// erf: odd; for |x| < 0.5 a Taylor polynomial in x^2, above that 1 - t*poly(t)*exp(-x^2) with
-// t = 1/(1 + 0.3275911|x|) (Abramowitz & Stegun 7.1.26), saturating to 1.
+// erf: odd; erf_small below |x| = 0.5, above 1 - erf_tail * exp(-x^2) with x's sign, saturating to 1.
 inline __m512 erf512(__m512 x) {
   const __m512 a = _mm512_abs_ps(x);
   const __m512 x2 = _mm512_mul_ps(x, x);
-  __m512 s = _mm512_set1_ps(-1.0f / 1320.f);
-  s = _mm512_fmadd_ps(s, x2, _mm512_set1_ps(1.0f / 216.f));
-  s = _mm512_fmadd_ps(s, x2, _mm512_set1_ps(-1.0f / 42.f));
-  s = _mm512_fmadd_ps(s, x2, _mm512_set1_ps(1.0f / 10.f));
-  s = _mm512_fmadd_ps(s, x2, _mm512_set1_ps(-1.0f / 3.f));
-  s = _mm512_fmadd_ps(s, x2, _mm512_set1_ps(1.f));
-  const __m512 small = _mm512_mul_ps(_mm512_mul_ps(s, x), _mm512_set1_ps(1.12837916709551257f));
-  const __m512 t = _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.f)));
-  __m512 q = _mm512_set1_ps(1.061405429f);
-  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-1.453152027f));
-  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.421413741f));
-  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(-0.284496736f));
-  q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(0.254829592f));
-  q = _mm512_mul_ps(q, t);
+  const __m512 small = erf_small<F32x16>(x, x2);
   const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), x2));
   // 1 - q e with x's sign: the sign bit of x copied onto it.
-  const __m512 mag = _mm512_fnmadd_ps(q, e, _mm512_set1_ps(1.f));
+  const __m512 mag = _mm512_fnmadd_ps(erf_tail<F32x16>(a), e, _mm512_set1_ps(1.f));
   const __m512 large = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(mag),
                                                            _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN))));
   const __mmask16 use_small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ);
@@ -98,20 +87,6 @@ inline __m512 activation512(ActivationOp op, const ActivationParams& p, __m512 v
     }
   }
 }
-
-// 16 floats as the kernels written once over a vector type see them (softmax_row.h, winograd_f23.h): the
-// operations they share; each kernel file's type adds its own.
-struct F32x16 {
-  using Reg = __m512;
-  static constexpr int64_t kWidth = 16;
-  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
-  static Reg set1(float v) { return _mm512_set1_ps(v); }
-  static Reg max(Reg a, Reg b) { return _mm512_max_ps(a, b); }
-  static Reg add(Reg a, Reg b) { return _mm512_add_ps(a, b); }
-  static Reg sub(Reg a, Reg b) { return _mm512_sub_ps(a, b); }
-  static Reg mul(Reg a, Reg b) { return _mm512_mul_ps(a, b); }
-};
 
 // The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on the channels of mask k (of 16): bias and
 // residual (each when not null, pointing at those channels), the clamp, the activation. The AVX-512 conv

@@ -28,12 +28,11 @@ class QConvImpl : public Op {
     const int64_t k = cg_.k_dim();
     kp_ = (k + 1) / 2;
     // A rows: per output channel, its K weights minus the zero point, as int16, K padded to even.
+    const std::vector<int16_t> rows = qp.centered_rows(*w, cg_.cout, k);
     a_.assign(static_cast<size_t>(cg_.cout * 2 * kp_), 0);
     for (int64_t co = 0; co < cg_.cout; ++co)
-      for (int64_t kk = 0; kk < k; ++kk)
-        a_[static_cast<size_t>(co * 2 * kp_ + kk)] = static_cast<int16_t>(int8_at(*w, co * k + kk) - qp.w_zero(co));
-    scale_.resize(static_cast<size_t>(cg_.cout));
-    for (int64_t co = 0; co < cg_.cout; ++co) scale_[co] = qp.out_scale(co);
+      std::copy_n(rows.begin() + co * k, k, a_.begin() + co * 2 * kp_);
+    scale_ = qp.out_scales(cg_.cout);
     bias_ = qp.bias(cg_.cout);
     ep_ = qp.epilogue;
   }

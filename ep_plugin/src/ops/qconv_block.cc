@@ -33,10 +33,12 @@ class QConvBlock : public Op {
       u->prepare(kt);
       if (u->input_type() != DType::kUint8) throw Error(label_ + ": a unit of its depthwise block does not read uint8");
     }
-    if (!depthwise().runs_depthwise() || depthwise().has_qadd() || depthwise().geometry().spatial != 2)
+    if (!dw_unit().depthwise() || dw_unit().has_qadd() || dw_unit().geometry().spatial != 2)
       throw Error(label_ + ": its depthwise unit cannot run on float32 sums of a band");
     for (const NhwcQConv* u : std::initializer_list<const NhwcQConv*>{ex_.get(), projection()})
       if (u && !u->geometry().is_pointwise()) throw Error(label_ + ": a folded 1x1 unit is not a 1x1 convolution of stride 1");
+    for (const NhwcQConv* u : std::initializer_list<const NhwcQConv*>{ex_.get(), projection()})
+      if (u) u->gemm();  // throws when a 1x1 unit runs another form
     if (ex_ && ex_->has_qadd()) throw Error(label_ + ": its expansion has a QAdd folded in");
   }
 
@@ -49,18 +51,18 @@ class QConvBlock : public Op {
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape mid = depthwise_input(*in[0]);
-    const Shape d = depthwise().infer({&mid})[0];
+    const Shape d = dw_unit().infer({&mid})[0];
     return {projection() ? projection()->infer({&d})[0] : d};
   }
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
-    const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0]));
+    const NhwcConvLayout l(dw_unit().geometry(), depthwise_input(*in[0]));
     const DepthwiseBands p = plan(l);
     return static_cast<size_t>(p.slots) * slot_bytes(slot_parts(l, p));
   }
 
   void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
-    const NhwcConvLayout l(depthwise().geometry(), depthwise_input(*in[0].shape));
+    const NhwcConvLayout l(dw_unit().geometry(), depthwise_input(*in[0].shape));
     if (l.n == 0 || l.pixels() == 0) return;
     const DepthwiseBands p = plan(l);
     const SlotParts parts = slot_parts(l, p);
@@ -84,19 +86,19 @@ class QConvBlock : public Op {
         if (fresh > 0) {  // the rows not held yet: expanded (requantized as the unit would), then x - x_zero
           const uint8_t* rows = x + (img * l.h + fresh0) * l.w * cin;
           if (ex_) {
-            ex_->pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
+            ex_->gemm().pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
             rows = buf.expanded;
           }
-          rc.kernels.dequantize(rows, true, depthwise().input_zero(), 1.f, band + (fresh0 - r0) * l.w * c, fresh * c);
+          rc.kernels.dequantize(rows, true, dw_unit().input_zero(), 1.f, band + (fresh0 - r0) * l.w * c, fresh * c);
         }
         const kernels::DwconvGeometry g = band_geometry(l, c, r0, r1, oy0, oy1);
         const int64_t pixels = (oy1 - oy0) * l.ow, first = img * l.pixels() + oy0 * l.ow;
         if (!projection()) {
-          depthwise().depthwise_pixels(rc, g, band, 0, pixels, y + first * c);
+          dw_unit().depthwise()->pixels(rc, g, band, 0, pixels, y + first * c);
           return;
         }
-        depthwise().depthwise_pixels(rc, g, band, 0, pixels, buf.tile);
-        projection()->pointwise_rows(rc, buf.tile, pixels, y + first * cout, ldo ? other + first * cout : other, ldo,
+        dw_unit().depthwise()->pixels(rc, g, band, 0, pixels, buf.tile);
+        projection()->gemm().pointwise_rows(rc, buf.tile, pixels, y + first * cout, ldo ? other + first * cout : other, ldo,
                                      buf.pw_scratch);
       };
       for (int64_t item; (item = next.fetch_add(1)) < p.items;) {
@@ -108,7 +110,7 @@ class QConvBlock : public Op {
   }
 
  private:
-  const NhwcQConv& depthwise() const { return dw_ ? *dw_ : *last_; }
+  const NhwcQConv& dw_unit() const { return dw_ ? *dw_ : *last_; }
   const NhwcQConv* projection() const { return dw_ ? last_.get() : nullptr; }
   std::vector<NhwcQConv*> units() const {
     std::vector<NhwcQConv*> u{last_.get()};
@@ -132,8 +134,8 @@ class QConvBlock : public Op {
   SlotParts slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
     const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
     return {aligned(static_cast<size_t>(band_capacity_rows(p) * l.w * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
-            aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->pointwise_scratch_bytes(in_pixels) : 0),
-            aligned(projection() ? projection()->pointwise_scratch_bytes(out_pixels) : 0)};
+            aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->gemm().pointwise_scratch_bytes(in_pixels) : 0),
+            aligned(projection() ? projection()->gemm().pointwise_scratch_bytes(out_pixels) : 0)};
   }
   // Rows the float band holds (BandRows::place).
   static int64_t band_capacity_rows(const DepthwiseBands& p) { return kBandCapacity * p.in_rows; }

@@ -31,8 +31,7 @@ class QGemmImpl : public Op {
       for (int64_t j = 0; j < n_; ++j)
         wide_[static_cast<size_t>(kk * n_ + j)] = static_cast<int16_t>(int8_at(*w, trans_b ? j * k_ + kk : kk * n_ + j) - qp.w_zero(j));
     kp_ = (k_ + 1) / 2;
-    scale_.resize(static_cast<size_t>(n_));
-    for (int64_t j = 0; j < n_; ++j) scale_[j] = qp.out_scale(j);
+    scale_ = qp.out_scales(n_);
     bias_ = qp.bias(n_);
     ep_ = qp.epilogue;
     ep_.scale_col = scale_.data();

@@ -28,6 +28,19 @@ int32_t QuantParams::w_zero(int64_t channel) const {
 
 float QuantParams::out_scale(int64_t channel) const { return x_scale * w_scale(channel) / y_scale; }
 
+std::vector<float> QuantParams::out_scales(int64_t channels) const {
+  std::vector<float> s(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) s[static_cast<size_t>(c)] = out_scale(c);
+  return s;
+}
+
+std::vector<int16_t> QuantParams::centered_rows(const Tensor& w, int64_t channels, int64_t k) const {
+  std::vector<int16_t> rows(static_cast<size_t>(channels * k));
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < k; ++i) rows[static_cast<size_t>(c * k + i)] = static_cast<int16_t>(int8_at(w, c * k + i) - w_zero(c));
+  return rows;
+}
+
 std::vector<float> QuantParams::bias(int64_t channels) const {
   std::vector<float> b = bias_values.size() == 1 ? std::vector<float>(static_cast<size_t>(channels), bias_values[0]) : bias_values;
   for (float& v : b) v /= y_scale;

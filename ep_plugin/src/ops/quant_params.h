@@ -27,7 +27,11 @@ struct QuantParams {
   // The epilogue's scale and bias (kernel_table.h): in output steps, x_scale * w_scale / y_scale and
   // bias / y_scale. bias() is empty when there is none.
   float out_scale(int64_t channel) const;
+  std::vector<float> out_scales(int64_t channels) const;
   std::vector<float> bias(int64_t channels) const;
+  // The weights w of `channels` output channels, each a row of k values, minus their channel's zero point, as
+  // int16 rows (the value every integer unit multiplies by; exact: |w - zero| <= 255).
+  std::vector<int16_t> centered_rows(const Tensor& w, int64_t channels, int64_t k) const;
 };
 // Throws Error when an input is not the constant the fusion promised.
 QuantParams read_quant_params(const Node& n, const Graph& g);

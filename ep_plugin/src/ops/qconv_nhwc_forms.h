@@ -1,0 +1,177 @@
+// The ways an integer channels-last convolution unit (qconv_nhwc.h) computes its uint8/int8 output, one class per
+// form, chosen once from the node (choose_qconv_form), each exact in its sums and requantized per output channel:
+// - QGemmForm: u8 x s8 quads (conv_gemm_u8s8: AVX-512 VNNI, AVX-VNNI, or AVX2 for weights that pass
+//   u8s8_pairs_exact) when the table has them and the weights fit int8: the input is read where it lies (uint8, no
+//   padding read, channels a multiple of 4) or copied as uint8 (int8 inputs flipped by +128) with the zero point
+//   as padding, the zero point compensated per column; int16 pairs (conv_gemm_s16) otherwise: the input copied as
+//   int16 minus its zero point, padding 0;
+// - QGatedForm: a 1x1 convolution with a squeeze-excite gate on its input channels folded in (gate_before.h):
+//   blocks of gated rows through QGemmForm's pointwise rows;
+// - QDepthwiseForm: one channel per group (dwconv_q8), summed in float32, exact while every partial sum stays
+//   below 2^24, which the weights are checked for (else QGemmForm runs it).
+// Every form ends a block of finished output rows the same way (QConvUnit::finish_rows): the folded QAdd, then
+// the folded lookup table, while the block is in cache.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "../aligned_vector.h"
+#include "conv_nhwc.h"
+#include "gate_before.h"
+#include "lut_after.h"
+#include "qadd_after.h"
+#include "qgemm.h"
+
+namespace optim {
+
+// What every form of one unit reads: geometry, input type and zero point, weights minus their zero points,
+// the requantization, and the stages after the sums (QAdd, lookup table).
+struct QConvUnit {
+  QConvUnit(const Node& n, const Graph& g);
+
+  ConvGeometry cg;
+  DType x_dtype = DType::kUint8;
+  int32_t x_zero = 0;
+  std::vector<int16_t> wide;  // [Cout, Cin/g, taps] minus the weight zero points
+  std::vector<float> scale, bias;
+  kernels::QgemmEpilogue ep;  // scale_col / bias_col unset: epilogue() points them at scale / bias
+  QAddAfter after;
+  LutAfter lut;  // after the QAdd
+  bool nchw_input = false;  // input 0 is [N, C, H, W] (rewrites/nchw_stem.cc)
+
+  kernels::QgemmEpilogue epilogue() const;
+  // The uint8 the u8 x s8 kernels see for the zero point (int8 values are flipped by +128).
+  int32_t stored_zero() const { return x_zero + (x_dtype == DType::kInt8 ? 128 : 0); }
+  // Input shape x as the channels-last shape it stands for (x itself, or with nchw_input [N, C, H, W] read as
+  // [N, H, W, C]), and the geometry for it.
+  Shape channels_last(const Shape& x) const { return nchw_input ? nchw_as_channels_last(x) : x; }
+  NhwcConvLayout layout(const Shape& x) const { return NhwcConvLayout(cg, channels_last(x)); }
+  // Whether float32 sums of every depthwise channel stay exact: |x - zx| <= 255 times its weights' sum.
+  bool depthwise_exact() const;
+  // Rows [m0, m1), columns [j0, j1) of y (row stride Cout), just computed: the folded QAdd with the other
+  // operand's rows at `other` (row stride ldo), then the folded table.
+  void finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* other, int64_t ldo, int64_t m0, int64_t m1,
+                   int64_t j0, int64_t j1) const;
+};
+
+// A folded QAdd's other operand: its bytes and row stride (0: one row for every pixel; base null: no QAdd).
+struct QAddRows {
+  const uint8_t* base = nullptr;
+  int64_t ldo = 0;
+  // The operand's rows for the output block that starts `offset` bytes into the output.
+  const uint8_t* at(int64_t offset) const { return ldo ? base + offset : base; }
+};
+
+class QConvForm {
+ public:
+  virtual ~QConvForm() = default;
+  // Packs the weights for the kernels of table kt.
+  virtual void prepare(const kernels::KernelTable& kt) = 0;
+  virtual size_t scratch_bytes(const NhwcConvLayout& l) const = 0;
+  // The unit over the node's inputs `in` (input 0 in layout l; the gate's among them) into y.
+  virtual void run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
+                   const QAddRows& other) const = 0;
+  virtual const char* kernel_name() const = 0;
+
+ protected:
+  explicit QConvForm(const QConvUnit& u) : u_(u) {}
+  const QConvUnit& u_;
+};
+
+class QGemmForm : public QConvForm {
+ public:
+  explicit QGemmForm(const QConvUnit& u) : QConvForm(u) {}
+  void prepare(const kernels::KernelTable& kt) override;
+  size_t scratch_bytes(const NhwcConvLayout& l) const override;
+  void run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
+           const QAddRows& other) const override;
+  const char* kernel_name() const override { return kernel_ ? kernel_ : ""; }
+
+  // A 1x1 convolution of stride 1 (is_pointwise) as a GEMM over `pixels` uint8 rows of Cin values at x into
+  // rows of Cout at y, then the folded QAdd, if any, with the other operand's rows at `other` (row stride
+  // ldo, 0: one row for all), and the folded lookup table. Scratch: pointwise_scratch_bytes(pixels).
+  size_t pointwise_scratch_bytes(int64_t pixels) const;
+  void pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
+                      int64_t ldo, void* scratch) const;
+
+ private:
+  int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
+  bool reads_in_place(const NhwcConvLayout& l) const {
+    return u8s8_ && u_.x_dtype == DType::kUint8 && kt_ == u_.cg.cin_g && !l.reads_padding && !u_.nchw_input;
+  }
+  // The GEMM kernel on rows [m0, m1) x panels [p0, p1) of a, then finish_rows on them; the u8 x s8 kernel takes
+  // the folded QAdd into its epilogue instead (the unit's own bytes never stored and read back).
+  void gemm_rows(const RunContext& rc, const kernels::ConvGemmQ8Args& a, const uint8_t* other, int64_t ldo, int64_t m0,
+                 int64_t m1, int64_t p0, int64_t p1) const;
+  int64_t images_per_turn(const NhwcConvLayout& l) const;
+  // Rows [r0, r1) of the prepared input of image img, group gi, into dst (which holds rows from dst_row0 on).
+  void prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, int64_t img, int64_t gi, int64_t r0, int64_t r1,
+                          uint8_t* dst, int64_t dst_row0) const;
+  void prepare_all(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, int64_t i0, int64_t images,
+                   uint8_t* dst) const;
+  // Bands of output rows of one image (plan_conv_bands; one group, weights that stay in cache, an input that
+  // needs a prepared copy: the early 3x3 and strided convolutions, stems): each task prepares the input rows its
+  // band reads into its own slot and runs the GEMM on them while they are in cache, instead of a prepared copy of
+  // every image going through memory first in a pass of its own over the pool.
+  static constexpr int64_t kConvBandBytes = 64 << 10;     // a band's prepared rows: in L1 / L2 for the GEMM
+  static constexpr int64_t kBandWeightBytes = 256 << 10;  // weights that stay in cache across the bands
+  bool runs_in_bands(const NhwcConvLayout& l) const;
+  ConvBands plan_bands(const NhwcConvLayout& l) const;
+  int64_t band_slot_bytes(const NhwcConvLayout& l, const ConvBands& b) const;
+  void convolve_bands(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
+                      const QAddRows& other, uint8_t* slots) const;
+
+  bool u8s8_ = false;
+  const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
+  int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
+  std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
+  std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
+};
+
+// Gated (gate_before.h): blocks of rows of one image over the pool; each gates its rows into the thread's slot,
+// next to the gate row repeated for them, and runs the 1x1 GEMM on them there.
+class QGatedForm : public QConvForm {
+ public:
+  QGatedForm(const QConvUnit& u, GateBefore gate) : QConvForm(u), gemm_(u), gate_(std::move(gate)) {}
+  void prepare(const kernels::KernelTable& kt) override { gemm_.prepare(kt); }
+  size_t scratch_bytes(const NhwcConvLayout& l) const override;
+  void run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
+           const QAddRows& other) const override;
+  const char* kernel_name() const override { return gemm_.kernel_name(); }
+
+ private:
+  static constexpr int64_t kGatedBlockBytes = 32 << 10;  // a block of gated rows: in L1/L2 for the GEMM
+  static constexpr int64_t kGatedSlots = 16;
+  int64_t gated_rows() const;
+  int64_t gated_slots(const NhwcConvLayout& l) const;
+  size_t gated_part_bytes() const;
+  size_t gated_slot_bytes() const;
+
+  QGemmForm gemm_;
+  GateBefore gate_;
+};
+
+class QDepthwiseForm : public QConvForm {
+ public:
+  explicit QDepthwiseForm(const QConvUnit& u) : QConvForm(u) {}
+  void prepare(const kernels::KernelTable& kt) override;
+  size_t scratch_bytes(const NhwcConvLayout&) const override { return 0; }
+  void run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
+           const QAddRows& other) const override;
+  const char* kernel_name() const override { return kernel_ ? kernel_ : ""; }
+
+  // The unit over x - x_zero as float32 in geometry g: output pixels [m0, m1) into y (row stride Cout), then
+  // its folded lookup table.
+  void pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1,
+              uint8_t* y) const;
+
+ private:
+  const char* kernel_ = nullptr;
+  AlignedVector<float> dw_;  // taps x channels, weights minus their zero points
+};
+
+// The form of unit u (node n, whose gate stage, if any, `gate` read).
+std::unique_ptr<QConvForm> choose_qconv_form(const Node& n, const QConvUnit& u, GateBefore gate);
+
+}  // namespace optim
