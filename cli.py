@@ -163,9 +163,13 @@ def export(spec, output, inputs, example_inputs, dynamic, baked, opset, exporter
     """Export SPEC to ONNX and verify it against PyTorch.
 
     SPEC is a TorchScript archive, a torch.export .pt2 archive, a zoo model name (mlp, cnn,
-    transformer, minilm), package.module:factory (a callable returning an nn.Module; --weights
-    gives its state_dict) or, only with --trust-pickle, a fully pickled nn.Module. Files are told
-    apart by their contents. Progress lines go to stderr. Exit code 2 for a bad input, 1 when the
+    transformer, minilm; the language models llama_tiny, qwen2_tiny, gpt2_tiny, llama_0_1b,
+    gpt2_small, qwen2_0_5b), a Hugging Face model folder (config.json and weights),
+    package.module:factory (a callable returning an nn.Module; --weights gives its state_dict) or,
+    only with --trust-pickle, a fully pickled nn.Module. Files are told apart by their contents.
+    A decoder-only language model given without --input is exported with its KV cache (one graph
+    for prefill and decode, for `optim generate`) and verified over a prefill and decode steps;
+    a folder's tokenizer.json is copied beside the output. Progress lines go to stderr. Exit code 2 for a bad input, 1 when the
     exported model does not match PyTorch (then no file is written).
 
     \b
@@ -341,6 +345,66 @@ def run(model, inputs_file, shapes, save, compare, threads, isa, precision, seed
         unmeasured = f" ({c.problem})" if c.max_abs == float("inf") else ""  # shapes, NaN or infinities differ
         rel = f"{c.max_rel:.3g}" if c.rel_measured else f"n/a (every reference value within {c.atol:g} of 0)"
         click.echo(f"  {c.name}: max abs error {c.max_abs:.3g}, max rel error {rel}{unmeasured}")
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--prompt", "prompts", multiple=True, metavar="TEXT",
+              help="Text to continue. Repeatable: several prompts generate together as one batch.")
+@click.option("--prompt-ids", "prompt_ids", multiple=True, metavar="ID[,ID...]",
+              help="A prompt as token ids (no tokenizer needed). Repeatable.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="0: greedy (the most likely token each step); above 0: sample, flatter as it grows.")
+@click.option("--top-k", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Sample among the k most likely tokens only (0: all).")
+@click.option("--top-p", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0, show_default=True,
+              help="Sample among the most likely tokens whose probability reaches p (nucleus; 1: all).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sampling.")
+@click.option("--stop", multiple=True, metavar="TEXT", help="End a prompt's text where this appears (cut). Repeatable.")
+@click.option("--ignore-eos", is_flag=True, help="Go on past the model's end-of-sequence token (exactly --max-new-tokens).")
+@click.option("--tokenizer", type=click.Path(exists=True),
+              help="tokenizer.json (or its folder); default: the one beside MODEL, else bytes for a 256-token vocabulary.")
+@click.option("--runtime", type=click.Choice(["optim", "cpu"]), default="optim", show_default=True,
+              help="optim: OptimEP (the CPU EP for what it leaves); cpu: ONNX Runtime's CPU EP alone.")
+@click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads (default: ONNX Runtime's choice).")
+@click.option("--isa", type=click.Choice(ISA_CHOICES), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True, help=_PRECISION_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (texts, token ids, timings) instead.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors(runtime_errors=True)
+def generate(model, prompts, prompt_ids, max_new_tokens, temperature, top_k, top_p, seed, stop, ignore_eos, tokenizer,
+             runtime, threads, isa, precision, as_json, verbose):
+    """Generate text with MODEL, a causal LM exported by `optim export` (with its KV cache).
+
+    One prompt streams its text to stdout as it is generated; several run as one batch and print when done. The
+    timing summary (time to first token, prefill and decode tokens/s) goes to stderr.
+
+    \b
+      optim export llama_tiny -o llama.onnx
+      optim generate llama.onnx --prompt "Once upon a time" --max-new-tokens 64
+    """
+    from optim.llm.session import GenerateRequest, run_generate
+
+    _check_onnx_file(model)
+    request = GenerateRequest(model, list(prompts), list(prompt_ids), max_new_tokens, temperature, top_k, top_p, seed,
+                              list(stop), not ignore_eos, tokenizer, runtime, threads,
+                              None if isa == "auto" else isa, None if precision == "fp32" else precision)
+    streaming = not as_json and len(prompts) + len(prompt_ids) == 1
+
+    def show(_row: int, text: str) -> None:
+        click.echo(text, nl=False)
+
+    result = run_generate(request, on_text=show if streaming else None)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if streaming:
+        click.echo()
+    else:
+        for i, row in enumerate(result.rows):
+            click.echo(f"[{i}] {row.text}")
+    click.echo(result.stats.summary(), err=True)
 
 
 @main.command()

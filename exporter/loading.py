@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from optim.models import COVERAGE, EXTRA, REALSIZE, ZOO, example_inputs as zoo_example_inputs, get as zoo_get
+from optim.models import COVERAGE, EXTRA, LLM, REALSIZE, ZOO, example_inputs as zoo_example_inputs, get as zoo_get
 
 from . import detect
 from .errors import ExportError, first_line
@@ -33,6 +33,7 @@ from .specs import DYNAMIC_EXAMPLE_SIZE, InputSpec, default_dim_name
 ZOO_KIND = "zoo"
 FACTORY_KIND = "factory"
 PICKLED_KIND = "pickled module"
+HF_FOLDER_KIND = "hugging face folder"
 
 _KIND_DESCRIPTIONS = {
     ZOO_KIND: "a zoo model",
@@ -40,6 +41,7 @@ _KIND_DESCRIPTIONS = {
     detect.TORCHSCRIPT: "a TorchScript archive (told from its contents)",
     detect.TORCH_EXPORT: "a torch.export archive (told from its contents)",
     PICKLED_KIND: "a pickled nn.Module (told from its contents; unpickled as --trust-pickle allowed)",
+    HF_FOLDER_KIND: "a Hugging Face model folder (config.json and weights)",
 }
 
 _FACTORY_SPEC = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
@@ -74,19 +76,21 @@ def load_model(spec: str, weights: str | os.PathLike | None = None, trust_pickle
     factory that cannot be imported, is not callable, raises or returns something else.
     """
     spec = os.fspath(spec)
-    if os.path.exists(spec):
+    if os.path.isdir(spec):
+        loaded = _load_hf_folder(spec)
+    elif os.path.exists(spec):
         loaded = _load_file(spec, trust_pickle)
         if weights is not None:
             raise ExportError(
                 f"--weights applies to module:factory specs; {spec} is a {loaded.kind} file that carries its own weights"
             )
-    elif spec in ZOO or spec in EXTRA or spec in REALSIZE or spec in COVERAGE:
+    elif spec in ZOO or spec in EXTRA or spec in REALSIZE or spec in COVERAGE or spec in LLM:
         loaded = _load_zoo(spec)
     elif _FACTORY_SPEC.match(spec):
         loaded = _load_factory(spec)
     else:
         raise ExportError(
-            f"{spec} does not exist, and it is neither a zoo model ({', '.join([*ZOO, *EXTRA, *REALSIZE, *COVERAGE])}) nor a "
+            f"{spec} does not exist, and it is neither a zoo model ({', '.join([*ZOO, *EXTRA, *REALSIZE, *COVERAGE, *LLM])}) nor a "
             f"package.module:factory spec"
         )
     if weights is not None:
@@ -100,6 +104,20 @@ def load_model(spec: str, weights: str | os.PathLike | None = None, trust_pickle
 def describe_kind(kind: str) -> str:
     """'a TorchScript archive (told from its contents)' for LoadedModel.kind, for progress lines."""
     return _KIND_DESCRIPTIONS.get(kind, kind)
+
+
+def _load_hf_folder(path: str) -> LoadedModel:
+    from optim.models.causal_lm import is_hf_folder, load_folder
+
+    if not is_hf_folder(path):
+        raise ExportError(f"{path} is a folder without a config.json: give a model file, or a Hugging Face model folder")
+    try:
+        module = load_folder(path)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
+    except Exception as e:
+        raise ExportError(f"transformers cannot load the model in {path} ({type(e).__name__}: {first_line(e)})") from None
+    return LoadedModel(module, HF_FOLDER_KIND, path)
 
 
 def _load_file(path: str, trust_pickle: bool) -> LoadedModel:

@@ -14,6 +14,7 @@ from optim.common.comparison import DEFAULT_TOLERANCE, Tolerance
 from optim.common.staging import staged_output
 
 from .baked_args import Scalar, bake_args
+from .causal_lm import export_causal_lm, is_causal_lm
 from .errors import ExportError, first_line
 from .examples import describe, resized_inputs
 from .inputs import resolve_inputs
@@ -46,8 +47,10 @@ def export(
 ) -> ExportResult:
     """Exports SPEC to the ONNX file `output` and checks it against PyTorch.
 
-    SPEC: a TorchScript archive, a torch.export .pt2 archive, a zoo name (mlp, cnn, transformer)
-    or package.module:factory (+ `weights`, a state_dict file). A fully pickled nn.Module loads
+    SPEC: a TorchScript archive, a torch.export .pt2 archive, a zoo name (mlp, cnn, transformer, the LLMs of
+    optim.models.LLM), a Hugging Face model folder (config.json + weights) or package.module:factory (+ `weights`, a
+    state_dict file). A decoder-only language model (a transformers *ForCausalLM) given without inputs is exported
+    with its KV cache for prefill and decode (exporter/causal_lm.py) and verified over a prefill and decode steps. A fully pickled nn.Module loads
     only with trust_pickle=True (unpickling runs code from the file).
     `inputs`: "NAME:DIMS[:DTYPE]" strings (a named dim is dynamic) or InputSpecs;
     `example_inputs`: .npz path or {name: array}; `dynamic`: "NAME:AXIS[:DIM_NAME]" strings or
@@ -73,6 +76,9 @@ def export(
     say(f"loading {os.fspath(spec)}")
     loaded = load_model(spec, weights=weights, trust_pickle=trust_pickle)
     say(f"{loaded.source} is {describe_kind(loaded.kind)}")
+    if loaded.program is None and is_causal_lm(loaded.module) and not (inputs or example_inputs or dynamic or args):
+        # A generative LM: one graph with its KV cache for prefill and decode (given inputs: the plain forward).
+        return export_causal_lm(loaded, output, opset, exporter, verify, tolerance, verbose, say)
     baked = bake_args(loaded, args or [])
     if baked:
         say("baking " + ", ".join(f"{k}={v!r}" for k, v in baked.items()) + " into the graph")

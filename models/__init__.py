@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["COVERAGE", "EXTRA", "REALSIZE", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
+__all__ = ["COVERAGE", "EXTRA", "LLM", "REALSIZE", "ZOO", "InputInfo", "LazyFactory", "ZooEntry", "example_inputs", "get"]
 
 # (name, shape, dtype string as numpy spells it: "float32", "int64")
 InputInfo = tuple[str, tuple[int, ...], str]
@@ -162,11 +162,33 @@ COVERAGE: dict[str, ZooEntry] = {
 }
 
 
+def _causal_lm(name: str, factory: str, description: str, vocab: int) -> ZooEntry:
+    return ZooEntry(name=name, factory=LazyFactory(factory), inputs=[("input_ids", (1, 8), "int64")],
+                    dynamic={"input_ids": {0: "batch", 1: "sequence"}}, description=description,
+                    int_ranges={"input_ids": (0, vocab)})
+
+
+# Decoder-only language models with random weights (models/causal_lm.py): `optim export` writes them with their KV
+# cache (exporter/causal_lm.py) for `optim generate`; the tiny ones (byte vocabulary) for tests, the others for
+# benchmarks/llm.py.
+LLM: dict[str, ZooEntry] = {
+    e.name: e
+    for e in [
+        _causal_lm("llama_tiny", ".causal_lm:llama_tiny", "Llama-style, hidden 64, 2 layers, GQA 4:2, byte vocabulary", 256),
+        _causal_lm("qwen2_tiny", ".causal_lm:qwen2_tiny", "Qwen2-style, hidden 64, 2 layers, GQA 4:2, byte vocabulary", 256),
+        _causal_lm("gpt2_tiny", ".causal_lm:gpt2_tiny", "GPT-2-style, hidden 64, 2 layers, byte vocabulary", 256),
+        _causal_lm("llama_0_1b", ".causal_lm:llama_0_1b", "Llama-style, 134M parameters, GQA 12:4, vocabulary 32000", 32000),
+        _causal_lm("gpt2_small", ".causal_lm:gpt2_small", "GPT-2 small's shapes, 124M parameters", 50257),
+        _causal_lm("qwen2_0_5b", ".causal_lm:qwen2_0_5b", "Qwen2-0.5B's shapes, 494M parameters", 151936),
+    ]
+}
+
+
 def get(name: str) -> ZooEntry:
-    """The zoo (extra, real-size or coverage) entry called `name`; KeyError naming the known models otherwise."""
-    entry = ZOO.get(name) or EXTRA.get(name) or REALSIZE.get(name) or COVERAGE.get(name)
+    """The zoo (extra, real-size, coverage or LLM) entry called `name`; KeyError naming the known models otherwise."""
+    entry = ZOO.get(name) or EXTRA.get(name) or REALSIZE.get(name) or COVERAGE.get(name) or LLM.get(name)
     if entry is None:
-        known = sorted(ZOO) + sorted(EXTRA) + sorted(REALSIZE) + sorted(COVERAGE)
+        known = sorted(ZOO) + sorted(EXTRA) + sorted(REALSIZE) + sorted(COVERAGE) + sorted(LLM)
         raise KeyError(f"no zoo model {name!r}; the zoo has {', '.join(known)}")
     return entry
 

@@ -40,7 +40,7 @@ class HiddenStates(nn.Module):
         return self.net(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-def _offline_transformers():
+def offline_transformers():
     # Never reach for the hub: these models are built from configs alone.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -58,7 +58,7 @@ def _build(model_class: str, config_class: str, wrapper: type[nn.Module], model_
     model_class is a name in `transformers` or "module:Class" for one it does not export (an encoder alone).
     rescale: re-draw the weights with He scaling (seeding.he_init) where transformers' own initializer lets the
     activations vanish."""
-    transformers = _offline_transformers()
+    transformers = offline_transformers()
     cfg = getattr(transformers, config_class)(**config)
     cfg._attn_implementation = "eager"
     module_name, _, class_name = model_class.rpartition(":")

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 import optimtest_factories as factories
 from optim.cli import main
-from optim.models import COVERAGE, REALSIZE
+from optim.models import COVERAGE, LLM, REALSIZE
 
-ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE, *COVERAGE])
+ZOO_NAMES = ", ".join(["mlp", "cnn", "transformer", "minilm", *REALSIZE, *COVERAGE, *LLM])
 REPORT_KEYS = {"output", "check", "max_abs", "max_rel", "tolerance", "atol", "rtol", "passed", "problem"}
 
 

@@ -1,0 +1,194 @@
+"""Causal LMs end to end: `optim export` with the KV cache (verified over a prefill and decode steps), then
+generation on OptimEP with greedy tokens equal to PyTorch's own generate() over 32 steps, sampling, stop strings,
+end-of-sequence, streaming, and the `optim generate` command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from optim.common.errors import UserError
+from optim.exporter import export
+from optim.llm import ByteTokenizer, CausalLM, Sampling, generate, read_info
+from optim.models import get as zoo_get
+
+TINY = ("llama_tiny", "gpt2_tiny", "qwen2_tiny")
+PROMPTS = ["Hello, world", "abc"]
+STEPS = 32
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("llm")
+    paths = {}
+    for name in TINY:
+        paths[name] = out / f"{name}.onnx"
+        result = export(name, paths[name])
+        assert result.passed
+        paths[name + ".report"] = result
+    return paths
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_export_is_verified_over_prefill_and_decode_steps(exported, name):
+    result = exported[name + ".report"]
+    checks = {row["check"] for row in result.report}
+    assert {"prefill", "decode 1", "decode 4"} <= checks
+    assert all(row["passed"] for row in result.report)
+    names = [i["name"] for i in result.inputs]
+    assert names[:3] == ["input_ids", "attention_mask", "position_ids"]
+    assert names[3:5] == ["past_key_values.0.key", "past_key_values.0.value"]
+    assert result.inputs[3]["shape"] == ["batch", 2 if name != "gpt2_tiny" else 4, "past", 16]
+    assert result.outputs[1]["shape"][2] == "total"
+    info = read_info(exported[name])
+    assert (info.layers, info.vocab, info.eos_token_ids) == (2, 256, [2])
+
+
+def _torch_greedy(name: str, prompt: list[int], steps: int) -> list[int]:
+    net = zoo_get(name).factory()
+    with torch.no_grad():
+        out = net.generate(torch.tensor([prompt]), max_new_tokens=steps, do_sample=False, eos_token_id=None,
+                           pad_token_id=0)
+    return out[0, len(prompt):].tolist()
+
+
+@pytest.mark.parametrize("name", ["llama_tiny", "gpt2_tiny"])
+def test_greedy_tokens_equal_pytorch_over_32_steps_on_optimep(exported, name):
+    model = CausalLM(exported[name], threads=1)
+    prompts = [ByteTokenizer().encode(p) for p in PROMPTS]  # one batch: the shorter prompt left-padded
+    rows, stats = generate(model, prompts, max_new_tokens=STEPS, eos=False)
+    for prompt, row in zip(prompts, rows):
+        assert row.token_ids == _torch_greedy(name, prompt, STEPS)
+        assert row.finish_reason == "length"
+    assert stats.generated_tokens == 2 * STEPS and stats.decode_steps == STEPS - 1
+    assert stats.prefill_tokens_per_s > 0 and stats.decode_tokens_per_s > 0
+
+
+def test_what_optimep_leaves_is_shape_arithmetic(exported):
+    from optim.ep_plugin import placement
+
+    model = CausalLM(exported["llama_tiny"], threads=1)
+    report = placement(model.session)
+    assert report.fraction > 0.9
+    # Left to the CPU EP: values that decide shapes (by design) and int64 position arithmetic.
+    left = [(n.op, n.reason) for n in report.fallback]
+    assert all("decides the shape" in reason or (op == "Add" and "int64" in reason) for op, reason in left), left
+
+
+def test_sampling_is_seeded_and_cut_by_top_k_and_top_p(exported):
+    model = CausalLM(exported["llama_tiny"], threads=1)
+    prompt = [ByteTokenizer().encode("Once")]
+
+    def tokens(sampling: Sampling) -> list[int]:
+        return generate(model, prompt, max_new_tokens=12, sampling=sampling, eos=False)[0][0].token_ids
+
+    greedy = tokens(Sampling())
+    assert tokens(Sampling(temperature=1.5, top_k=1, seed=5)) == greedy  # one candidate: the most likely
+    assert tokens(Sampling(temperature=1.5, top_p=1e-6, seed=5)) == greedy  # the smallest set: the most likely
+    hot = tokens(Sampling(temperature=2.0, seed=7))
+    assert hot == tokens(Sampling(temperature=2.0, seed=7))
+    assert hot != tokens(Sampling(temperature=2.0, seed=8))
+    with pytest.raises(ValueError):
+        Sampling(top_p=0)
+
+
+def test_stop_strings_cut_the_text_and_streaming_sends_it_whole(exported):
+    model = CausalLM(exported["llama_tiny"], threads=1)
+    tok = ByteTokenizer()
+    # Printable greedy text: a prompt whose continuation has a stop string to find.
+    full = generate(model, [tok.encode("Hello, world")], max_new_tokens=24, decode=tok.decode, eos=False)[0][0]
+    stop = full.text[6:8]
+    assert stop and full.text.find(stop) == 6
+    pieces = []
+    rows, _ = generate(model, [tok.encode("Hello, world")], max_new_tokens=24, decode=tok.decode, stop=[stop],
+                       eos=False, on_text=lambda _r, text: pieces.append(text))
+    assert rows[0].finish_reason == "stop"
+    assert rows[0].text == full.text[:6]
+    assert "".join(pieces) == rows[0].text
+
+
+def test_an_end_of_sequence_token_ends_its_row_only(exported):
+    model = CausalLM(exported["llama_tiny"], threads=1)
+    tok = ByteTokenizer()
+    prompts = [tok.encode(p) for p in PROMPTS]
+    free = generate(model, prompts, max_new_tokens=10, eos=False)[0]
+    model.info.eos_token_ids = [free[0].token_ids[3]]  # the first row's fourth token ends it
+    rows, _ = generate(model, prompts, max_new_tokens=10)
+    assert rows[0].finish_reason == "eos" and rows[0].token_ids == free[0].token_ids[:3]
+    if model.info.eos_token_ids[0] not in free[1].token_ids:
+        assert rows[1].token_ids == free[1].token_ids and rows[1].finish_reason == "length"
+
+
+def test_bad_requests_say_what_to_fix(exported, tmp_path):
+    model = CausalLM(exported["llama_tiny"], threads=1)
+    with pytest.raises(UserError, match="outside the model's vocabulary"):
+        generate(model, [[300]], max_new_tokens=2)
+    with pytest.raises(UserError, match="at least one token"):
+        generate(model, [[]], max_new_tokens=2)
+    with pytest.raises(UserError, match="need a tokenizer"):
+        generate(model, [[1, 2]], max_new_tokens=2, stop=["x"])
+    from optim.ep_plugin import session  # noqa: F401  (a plain model, not exported as a causal LM)
+
+    plain = tmp_path / "plain.onnx"
+    export("mlp", plain)
+    with pytest.raises(UserError, match="not exported as a causal LM"):
+        CausalLM(plain)
+
+
+def _optim(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "optim.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_the_generate_command_streams_and_summarises(exported):
+    path = str(exported["llama_tiny"])
+    done = _optim("generate", path, "--prompt", "Hello, world", "--max-new-tokens", "8", "--ignore-eos", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    want = ByteTokenizer().decode(_torch_greedy("llama_tiny", ByteTokenizer().encode("Hello, world"), 8))
+    assert done.stdout.rstrip("\n") == want
+    assert "time to first token" in done.stderr and "decode" in done.stderr
+    as_json = _optim("generate", path, "--prompt-ids", "72,105", "--prompt-ids", "1", "--max-new-tokens", "4",
+                     "--ignore-eos", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert [len(r["token_ids"]) for r in data["rows"]] == [4, 4]
+    assert data["stats"]["decode_tokens_per_s"] > 0 and "on OptimEP" in data["placement"]
+
+
+def test_the_generate_command_refuses_bad_input(exported, tmp_path):
+    path = str(exported["llama_tiny"])
+    assert "give a prompt" in _optim("generate", path).stderr
+    bad = _optim("generate", path, "--prompt-ids", "1,x")
+    assert bad.returncode == 2 and "comma-separated integers" in bad.stderr
+
+
+def test_a_hugging_face_folder_exports_with_its_tokenizer(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    folder = tmp_path / "tiny-llama"
+    zoo_get("llama_tiny").factory().save_pretrained(folder)
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    text = ["the quick brown fox jumps over the lazy dog"] * 20 + ["once upon a time there was a model"] * 20
+    tokenizer.train_from_iterator(text, trainers.BpeTrainer(vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"]))
+    tokenizer.save(str(folder / "tokenizer.json"))
+    out = tmp_path / "exported" / "model.onnx"
+    result = export(folder, out)
+    assert result.passed and result.kind == "hugging face folder"
+    assert (out.parent / "tokenizer.json").is_file()
+    done = _optim("generate", str(out), "--prompt", "the quick brown", "--max-new-tokens", "5", "--ignore-eos",
+                  "--json")
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)["rows"][0]
+    assert len(row["token_ids"]) == 5 and row["prompt_ids"] == tokenizer.encode("the quick brown").ids
+    empty = tmp_path / "weightless"
+    empty.mkdir()
+    shutil.copy(folder / "config.json", empty / "config.json")
+    with pytest.raises(Exception, match="no weights"):
+        export(empty, tmp_path / "w.onnx")
