@@ -80,6 +80,28 @@ def render_torch() -> str:
     return "\n".join(parts)
 
 
+LLM_TEXT = """## Generating text: `optim.llm`
+
+Causal LMs exported by `optim export` (their KV cache in the graph), on OptimEP; onnxruntime and numpy only
+(`tokenizers` for a tokenizer.json). `optim generate` and the OpenAI endpoints of `optim serve` run these.
+"""
+
+
+def render_llm() -> str:
+    import optim.llm
+    from optim.llm.batcher import ContinuousBatcher, Request
+
+    parts = [LLM_TEXT, f"{inspect.getdoc(optim.llm)}\n"]
+    for name in ("generate", "load_tokenizer", "read_info"):
+        parts.append(_entry(f"optim.llm.{name}", getattr(optim.llm, name)))
+    for cls, where in ((optim.llm.CausalLM, "optim.llm"), (optim.llm.Sampling, "optim.llm"),
+                       (optim.llm.GenerationStats, "optim.llm"), (ContinuousBatcher, "optim.llm.batcher"),
+                       (Request, "optim.llm.batcher")):
+        parts.append(f"### `{where}.{cls.__name__}{inspect.signature(cls)}`\n\n{inspect.getdoc(cls)}\n")
+        parts += _members(cls) + [""]
+    return "\n".join(parts)
+
+
 def render() -> str:
     parts = [HEADER, "## Functions\n"]
     for name in ("session", "placement", "register", "library_path"):
@@ -94,6 +116,7 @@ def render() -> str:
             parts.append(f"- `{name}` ({kind}): {inspect.getdoc(target).splitlines()[0]}")
     parts.append("")
     parts.append(EP_OPTIONS_TEXT + "".join(f"| `{k}` | {v} |\n" for k, v in EP_OPTIONS.items()))
+    parts.append(render_llm())
     parts.append(SERVE_TEXT)
     parts.extend(_serving_entries())
     parts.append(render_torch())

@@ -18,12 +18,13 @@ from .sampling import Sampling, next_tokens
 @dataclass
 class Generation:
     """One prompt's result: its token ids, the generated ids and text, and why it stopped ("length", "eos",
-    "stop": a stop string, cut from the text)."""
+    "stop": a stop string, cut from the text; "error" in a ContinuousBatcher whose step failed)."""
 
     prompt_ids: list[int]
     token_ids: list[int] = field(default_factory=list)
     text: str = ""
     finish_reason: str = "length"
+    error: str = ""  # finish_reason "error": what failed (a server answers 500 with it)
 
 
 @dataclass
@@ -84,9 +85,9 @@ def generate(model: CausalLM, prompts: list[list[int]], *, max_new_tokens: int, 
     while True:
         for r, row in enumerate(rows):
             if running[r]:
-                running[r] = _take(row, int(tokens[r]), eos_ids, max_new_tokens, decode, stop)
+                running[r] = take_token(row, int(tokens[r]), eos_ids, max_new_tokens, decode, stop)
                 if on_text:
-                    streamed[r] = _stream(row, r, streamed[r], running[r], stop, on_text)
+                    streamed[r] = stream_text(row.text, streamed[r], running[r], stop, lambda t, r=r: on_text(r, t))
         if not any(running):
             break
         logits = model.step(batch, tokens)
@@ -98,8 +99,9 @@ def generate(model: CausalLM, prompts: list[list[int]], *, max_new_tokens: int, 
     return rows, stats
 
 
-def _take(row: Generation, token: int, eos_ids: set[int], limit: int, decode, stop: list[str]) -> bool:
-    """Adds token to row; whether the row goes on."""
+def take_token(row: Generation, token: int, eos_ids: set[int], limit: int, decode, stop: list[str]) -> bool:
+    """Adds token to row (its text decoded again when decode is given, cut at a stop string); whether the row goes
+    on."""
     if token in eos_ids:
         row.finish_reason = "eos"
         return False
@@ -115,10 +117,9 @@ def _take(row: Generation, token: int, eos_ids: set[int], limit: int, decode, st
     return len(row.token_ids) < limit
 
 
-def _stream(row: Generation, r: int, sent: int, running: bool, stop: list[str], on_text) -> int:
-    """Passes the row's new text to on_text; while it runs, holds back an unfinished character (decoding a partial
-    UTF-8 sequence gives U+FFFD) and a tail that could be the start of a stop string."""
-    text = row.text
+def stream_text(text: str, sent: int, running: bool, stop: list[str], emit: Callable[[str], None]) -> int:
+    """Passes text[sent:] to emit and returns how much of text is sent; while the row runs, holds back an unfinished
+    character (decoding a partial UTF-8 sequence gives U+FFFD) and a tail that could be the start of a stop string."""
     end = len(text)
     if running:
         if text.endswith("\ufffd"):
@@ -129,6 +130,6 @@ def _stream(row: Generation, r: int, sent: int, running: bool, stop: list[str], 
                     end -= k
                     break
     if end > sent:
-        on_text(r, text[sent:end])
+        emit(text[sent:end])
         return end
     return sent

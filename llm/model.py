@@ -45,6 +45,14 @@ class CausalLM:
         self.runtime = runtime
         self._outputs = [o.name for o in self.session.get_outputs()]
 
+    @classmethod
+    def from_session(cls, path: str | os.PathLike, session, runtime: str = "optim") -> CausalLM:
+        """The model of ONNX file `path` on a session already made for it (a server's)."""
+        model = cls.__new__(cls)
+        model.path, model.info, model.session, model.runtime = os.fspath(path), read_info(path), session, runtime
+        model._outputs = [o.name for o in session.get_outputs()]
+        return model
+
     def start(self, prompts: list[list[int]]) -> tuple[Batch, np.ndarray]:
         """Prefills the prompts (token ids, left-padded to the longest): the batch state and each row's logits for
         the token after its prompt [batch, vocab]."""

@@ -6,6 +6,7 @@
     GET  /v2/models/NAME[/versions/V]/ready    200 when the model is served
     POST /v2/models/NAME[/versions/V]/infer    inference: JSON, or the binary tensor extension
     GET  /metrics                              Prometheus text
+    GET  /v1/models, POST /v1/completions, /v1/chat/completions   causal LMs: OpenAI's API (llm.py)
 
 Every infer request goes through its model's Batcher, which runs the session in a worker thread. Errors are
 `{"error": "..."}` with a status: 400 for a request that does not fit (naming the tensor and what the model
@@ -26,6 +27,7 @@ from fastapi.responses import JSONResponse, Response
 import optim
 
 from .batcher import Batcher, BatcherError, QueueFull, RequestTimeout, ShuttingDown
+from .llm import LanguageModel, add_openai_routes, is_language_model
 from .metrics import CONTENT_TYPE, Metrics
 from .models import ServedModel
 from .protocol import HEADER_LENGTH, ProtocolError
@@ -63,6 +65,9 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
                                  timeout_s=options.timeout_s, observer=observers[name], name=name)
         metrics.watch_queue(name, lambda b=batchers[name]: b.depth)
     state = {"ready": True}
+    # Causal LMs also get the OpenAI text endpoints, continuously batched (llm.py).
+    language = {name: LanguageModel(name, model, options.max_batch, options.max_queue)
+                for name, model in models.items() if is_language_model(model)}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -70,9 +75,12 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
         state["ready"] = False
         for batcher in batchers.values():
             await batcher.close()
+        for lm in language.values():
+            lm.close()
 
     app = FastAPI(title="optim serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.models, app.state.batchers, app.state.metrics = models, batchers, metrics
+    app.state.language = language
 
     def lookup(name: str, version: str | None) -> ServedModel:
         model = models.get(name)
@@ -132,6 +140,8 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
         body, headers = model.respond(decoded, outputs)
         observers[name].answered(time.perf_counter() - started)
         return Response(body, headers=headers)
+
+    add_openai_routes(app, language, metrics)
 
     @app.get("/metrics")
     async def prometheus():

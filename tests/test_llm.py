@@ -192,3 +192,73 @@ def test_a_hugging_face_folder_exports_with_its_tokenizer(tmp_path):
     shutil.copy(folder / "config.json", empty / "config.json")
     with pytest.raises(Exception, match="no weights"):
         export(empty, tmp_path / "w.onnx")
+
+
+@pytest.mark.parametrize("name", ["llama_tiny", "gpt2_tiny"])
+def test_weight_only_int4_runs_on_optimep_and_reports_its_accuracy(exported, name, tmp_path):
+    from optim.ep_plugin import cpu_session, placement
+    from optim.optimizer.quantization.weight_only import quantize_weights
+
+    out = tmp_path / f"{name}.int4.onnx"
+    result = quantize_weights(exported[name], out, bits=4, block=32)
+    assert result.quantized_nodes >= 8 and result.bytes_after < result.bytes_before / 2
+    acc = result.accuracy
+    assert acc["kind"] == "causal_lm" and acc["tokens"] == 128
+    assert 0.9 < acc["cosine_mean"] <= 1 and 0 <= acc["top1_agreement"] <= 1
+    assert acc["ppl_float"] > 1 and acc["ppl_quantized"] > 1
+    model = CausalLM(out, threads=1)
+    on_cpu = [n for n in placement(model.session).fallback if n.op == "MatMulNBits"]
+    assert not on_cpu, on_cpu
+    # The same file on both runtimes: teacher-forced logits of a prompt agree within float rounding.
+    ids = np.array([ByteTokenizer().encode("The int4 weights of a tiny model")], np.int64)
+    mask = np.ones_like(ids)
+    feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": np.arange(ids.shape[1])[None],
+             **{n: np.zeros((1, model.info.kv_heads, 0, model.info.head_dim), np.float32) for n in model.info.cache_names()}}
+    ours = model.session.run(["logits"], feeds)[0]
+    ref = cpu_session(str(out), optimization="disable").run(["logits"], feeds)[0]
+    assert np.abs(ours - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))
+    rows, _ = generate(model, [ByteTokenizer().encode("Hi")], max_new_tokens=8, eos=False)
+    assert len(rows[0].token_ids) == 8
+
+
+def test_the_quantize_command_writes_weight_only_models(exported, tmp_path):
+    out = tmp_path / "q.onnx"
+    done = _optim("quantize", str(exported["qwen2_tiny"]), "-o", str(out), "--weights", "int8", "--block", "64",
+                  "--symmetric", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["bits"], data["block"], data["symmetric"]) == (8, 64, True)
+    assert data["accuracy"]["cosine_mean"] > 0.99  # 8-bit weights: close to float
+    import onnx
+
+    nodes = [n for n in onnx.load(str(out)).graph.node if n.op_type == "MatMulNBits"]
+    assert nodes and all({a.name: a.i for a in n.attribute if a.name in ("bits", "block_size")} ==
+                         {"bits": 8, "block_size": 64} for n in nodes)
+    mixed = _optim("quantize", str(exported["qwen2_tiny"]), "-o", str(tmp_path / "x.onnx"), "--weights", "int4",
+                   "--calib-random", "4")
+    assert mixed.returncode == 2 and "weights only" in mixed.stderr
+    plain = tmp_path / "mlp.onnx"
+    export("mlp", plain)
+    done = _optim("quantize", str(plain), "-o", str(tmp_path / "mlp4.onnx"), "--weights", "int4")
+    assert done.returncode == 0, done.stderr
+    assert "accuracy of output" in done.stdout and "cosine" in done.stdout
+
+
+def test_int8_activations_are_written_measured_and_run(exported, tmp_path):
+    """--int8-activations: accuracy_level 4 on every MatMulNBits (tests/ep/test_matmul_nbits.py checks the integer
+    kernels it selects), its cost in the report, and generation on it."""
+    from optim.optimizer.quantization.weight_only import quantize_weights
+
+    plain, q8 = tmp_path / "plain.onnx", tmp_path / "q8.onnx"
+    result = quantize_weights(exported["llama_tiny"], q8, bits=4, block=32, int8_activations=True)
+    assert result.int8_activations and "int8 activations" in result.lines()[0]
+    assert result.accuracy["cosine_mean"] > 0.98
+    import onnx
+
+    levels = {a.i for n in onnx.load(str(q8)).graph.node if n.op_type == "MatMulNBits" for a in n.attribute
+              if a.name == "accuracy_level"}
+    assert levels == {4}
+    rows, _ = generate(CausalLM(q8, threads=1), [ByteTokenizer().encode("Hi")], max_new_tokens=4, eos=False)
+    assert len(rows[0].token_ids) == 4
+    plain_accuracy = quantize_weights(exported["llama_tiny"], plain, bits=4, block=32).accuracy
+    assert abs(plain_accuracy["cosine_mean"] - result.accuracy["cosine_mean"]) < 0.01

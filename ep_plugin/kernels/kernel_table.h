@@ -403,6 +403,46 @@ using PoolWindowFn = void (*)(PoolOp op, const void* x, const int64_t* tap, int6
 // y[i] = table[x[i] ^ flip] (flip 0x80 for int8 x, else 0).
 using Lut8Fn = void (*)(const uint8_t* x, uint8_t flip, const uint8_t* table, uint8_t* y, int64_t n);
 
+// --- weight-only quantized GEMM (com.microsoft MatMulNBits, ops/matmul_nbits.cc) --------------------------
+// C[m, n] = sum over K's blocks b of scale[n, b] * (sum_k A[m, k] q[n, k] - zero[n, b] asum[m, b]) (+ bias[n]) for
+// rows [m0, m1) and columns [n0, n1): q the `bits`-wide codes of B, [N, blocks, block * bits / 8] bytes packed low
+// bits first along K (bits 4 or 8), dequantized as (q - zero) * scale; asum[m, b] the sum of A's row m over block
+// b (its k < K). block is a multiple of 16. The codes are unpacked in registers: no dequantized copy of B.
+struct MatMulNBitsArgs {
+  const float* a = nullptr;
+  int64_t lda = 0;
+  const float* asum = nullptr;  // [M, blocks]
+  int64_t k = 0, blocks = 0, block = 0;
+  int bits = 4;
+  const uint8_t* b = nullptr;
+  const float* scales = nullptr;  // [N, blocks]
+  const float* zeros = nullptr;   // [N, blocks]
+  const float* bias = nullptr;    // [N] or null
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+using MatMulNBitsFn = void (*)(int64_t m0, int64_t m1, int64_t n0, int64_t n1, const MatMulNBitsArgs& args);
+// With int8 activations (MatMulNBits accuracy_level 4, as MLAS and llama.cpp run it): the op quantizes A per row
+// and block (aq = round(a / a_scale), a_scale = max|a| / 127, a_sum = sum of aq), stored per 32 values as the 16 at
+// even k then the 16 at odd k (the order of a byte's low and high nibbles), zero past K; then
+// C[m, n] = sum_b scales[n, b] a_scale[m, b] (sum_k aq[m, k] q[n, k] - zero[n, b] a_sum[m, b]) (+ bias[n]), the
+// inner sums exact in int32 (u8 x s8 products summed in pairs: 2 x 15 x 127 fits int16). 4-bit codes, blocks a
+// multiple of 32; the float sums may run in any order (vector lanes).
+struct MatMulNBitsQ8Args {
+  const int8_t* aq = nullptr;  // [M, ldq]
+  int64_t ldq = 0;             // blocks * block
+  const float* a_scale = nullptr;
+  const int32_t* a_sum = nullptr;  // [M, blocks]
+  int64_t blocks = 0, block = 0;
+  const uint8_t* b = nullptr;
+  const float* scales = nullptr;
+  const float* zeros = nullptr;
+  const float* bias = nullptr;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+using MatMulNBitsQ8Fn = void (*)(int64_t m0, int64_t m1, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args);
+
 // --- the table ------------------------------------------------------------------------------------
 // What a kernel asks of its operands beyond its signature (most need nothing): rows x columns of its
 // tile, K in a multiple of k_multiple (operands padded that far), and row_pad readable rows past A's last.
@@ -464,6 +504,8 @@ struct KernelTable {
   Kernel<Transpose8Fn> transpose8;
   Kernel<PoolWindowFn> pool_window;
   Kernel<Lut8Fn> lut8;
+  Kernel<MatMulNBitsFn> matmul_nbits;
+  Kernel<MatMulNBitsQ8Fn> matmul_nbits_q8;
   // The chosen kernels' names in kernel_list.inc's order, for `optim doctor`.
   std::vector<std::string> names() const;
 };

@@ -160,7 +160,8 @@ void OptimEp::flush_report() {
         << ", \"bf16_only\": " << (rows[k].bf16_only ? "true" : "false") << "}";
   doc << "], \"ops\": [";
   const auto& defs = op_registry();
-  for (size_t k = 0; k < defs.size(); ++k) doc << (k ? ", " : "") << json_str(defs[k].op_type);
+  for (size_t k = 0; k < defs.size(); ++k)  // a contrib op with its domain: "com.microsoft::MatMulNBits"
+    doc << (k ? ", " : "") << json_str(*defs[k].domain ? std::string(defs[k].domain) + "::" + defs[k].op_type : defs[k].op_type);
   doc << "], \"graphs\": [";
   size_t i = 0;
   for (const auto& [k, v] : report_entries_) doc << (i++ ? ", " : "") << v;

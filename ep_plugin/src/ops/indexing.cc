@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "broadcast.h"
+#include "broadcast_runs.h"
 
 namespace optim {
 namespace {
@@ -61,10 +62,25 @@ class ExpandImpl : public Op {
       if (v < 0) throw Error("Expand shape " + shape_str(target) + " has a negative dimension");
     return {broadcast_shapes(*in[0], target)};
   }
-  void run(const RunContext&, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+  // In runs (broadcast_runs.h, the output as the second operand gives each row's offset): a run the input
+  // advances through is one memcpy (a grouped-query attention's repeated keys and values), else one value repeated.
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
     const size_t size = dtype_size(in[0].dtype);
-    for_each_broadcast<1>(*out[0].shape, {in[0].shape}, [&](int64_t o, const std::array<int64_t, 1>& at) {
-      copy_element(in[0].data, at[0], out[0].data, o, size);
+    const BroadcastRuns runs(*out[0].shape, *in[0].shape, *out[0].shape);
+    const auto* src = static_cast<const uint8_t*>(in[0].data);
+    auto* dst = static_cast<uint8_t*>(out[0].data);
+    const int64_t len = runs.len();
+    runs.parallel(rc, [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row) {
+        int64_t ia = 0, io = 0;
+        runs.offsets(row, &ia, &io);
+        uint8_t* to = dst + io * static_cast<int64_t>(size);
+        if (runs.a_step) {
+          std::memcpy(to, src + ia * static_cast<int64_t>(size), static_cast<size_t>(len) * size);
+        } else {
+          for (int64_t i = 0; i < len; ++i) copy_element(src, ia, to, i, size);
+        }
+      }
     });
   }
 };

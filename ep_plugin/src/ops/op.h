@@ -127,6 +127,8 @@ struct OpDef {
   // Inputs whose int64 values decide the output shape: the plan reads them before shape inference
   // (Op::infer's values) and the partitioner keeps their producers out of the partition.
   std::vector<size_t> (*shape_inputs)(const Node& node) = nullptr;
+  // The op's domain: "" for ONNX's own, else e.g. "com.microsoft" (a contrib op ONNX Runtime's CPU EP also runs).
+  const char* domain = "";
 };
 
 // Every op OptimEP implements. One entry per op type; ops/*.cc each contribute theirs.

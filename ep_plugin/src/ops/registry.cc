@@ -15,6 +15,7 @@ std::vector<OpDef> indexing_op_defs();
 std::vector<OpDef> logical_op_defs();
 std::vector<OpDef> math_op_defs();
 std::vector<OpDef> matmul_op_defs();
+std::vector<OpDef> matmul_nbits_op_defs();
 std::vector<OpDef> normalization_op_defs();
 std::vector<OpDef> pad_op_defs();
 std::vector<OpDef> pool_op_defs();
@@ -32,7 +33,8 @@ const std::vector<OpDef>& op_registry() {
   static const std::vector<OpDef> all = [] {
     std::vector<OpDef> v;
     for (auto part : {cast_op_defs, conv_op_defs, conv_transpose_op_defs, elementwise_op_defs, gather_indexed_op_defs,
-                      indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, normalization_op_defs,
+                      indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, matmul_nbits_op_defs,
+                      normalization_op_defs,
                       pad_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, resize_op_defs, rnn_op_defs,
                       shape_op_defs, shape_source_op_defs,
                       slice_op_defs, split_tile_op_defs}) {
@@ -45,18 +47,19 @@ const std::vector<OpDef>& op_registry() {
 
 namespace {
 
+bool onnx_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
 const OpDef* find_def(const Node& node) {
   for (const OpDef& d : op_registry())
-    if (node.op == d.op_type) return &d;
+    if (node.op == d.op_type && (onnx_domain(node.domain) ? *d.domain == '\0' : node.domain == d.domain)) return &d;
   return nullptr;
 }
 
 }  // namespace
 
 std::string why_unsupported(const Node& node, const Graph& graph) {
-  if (!node.domain.empty() && node.domain != "ai.onnx")
-    return "domain '" + node.domain + "' is not implemented by OptimEP";
   const OpDef* def = find_def(node);
+  if (!def && !onnx_domain(node.domain)) return "op " + node.domain + "::" + node.op + " is not implemented by OptimEP";
   if (!def) return "op " + node.op + " is not implemented by OptimEP";
   if (node.since_version < def->min_opset || node.since_version > def->max_opset)
     return node.op + " opset " + std::to_string(node.since_version) + " is outside the implemented range " +
@@ -73,7 +76,7 @@ std::vector<size_t> resize_shape_inputs(const Node& node);  // resize.cc
 std::vector<size_t> shape_value_inputs(const Node& node) {
   if (node.domain == kInternalDomain && (node.op == "NhwcResize" || node.op == "QResize" || node.op == "NhwcQResize"))
     return resize_shape_inputs(node);
-  const OpDef* def = node.domain.empty() || node.domain == "ai.onnx" ? find_def(node) : nullptr;
+  const OpDef* def = onnx_domain(node.domain) ? find_def(node) : nullptr;
   return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
 }
 

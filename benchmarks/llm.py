@@ -1,0 +1,215 @@
+"""Generative LM speed: prefill and decode tokens/s on OptimEP and on ONNX Runtime's CPU EP, fp32 and weight-only
+int4 / int8, side by side in one process (alternating per configuration).
+
+    .venv/bin/python benchmarks/llm.py [--models llama_0_1b] [--batch 1,8] [--prompt 128] [--decode 32]
+        [--precisions fp32,int4,int4-a8,int8] [--runs 3] [--threads 2] [--isa auto] [--requests 16] [--max-batch 8]
+        [--json out.json] [--no-markdown]
+
+Each model (optim.models.LLM, random weights) is exported with its KV cache and quantized weight-only (blocks of 32,
+with zero points; int4-a8: int8 activations at run time, accuracy_level 4) by optim's own library, the files cached in benchmarks/.cache/llm/. A run: a prefill of `--prompt`
+random tokens per row, then `--decode` greedy steps (end ids ignored); prefill tokens/s = batch x prompt / prefill
+time, decode tokens/s = batch x steps / decode time; medians over --runs. Then continuous batching on OptimEP:
+--requests requests at once through optim.llm.batcher, one at a time vs --max-batch at a time. Rewrites the tables
+between the llm markers in BENCHMARKS.md with the command and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from optim.common.machine import core_count, cpu_summary
+from optim.llm import CausalLM, generate
+from run import HERE, _replace_between
+
+MARKERS = ("<!-- llm:begin -->", "<!-- llm:end -->")
+# Weight formats: bits, and whether activations are quantized to int8 at run time (accuracy_level 4).
+FORMATS = {"int4": (4, False), "int8": (8, False), "int4-a8": (4, True)}
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="llama_0_1b", help="comma-separated optim.models.LLM names")
+    ap.add_argument("--batch", default="1,8")
+    ap.add_argument("--prompt", default="128", help="comma-separated prompt lengths")
+    ap.add_argument("--decode", type=int, default=32, help="decode steps per run")
+    ap.add_argument("--precisions", default="fp32,int4,int4-a8,int8",
+                    help="fp32, int4, int8 (weights), int4-a8 (int4 weights, int8 activations: accuracy_level 4)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=core_count())
+    ap.add_argument("--isa", default="auto", help="OptimEP's kernels (e.g. avx2 on any host); the CPU EP picks its own")
+    ap.add_argument("--cache", default=str(HERE / ".cache" / "llm"))
+    ap.add_argument("--requests", type=int, default=16,
+                    help="continuous batching: this many requests (prompts of 32 tokens, --decode new tokens each) at "
+                         "once, served one at a time and --max-batch at a time")
+    ap.add_argument("--max-batch", type=int, default=8)
+    ap.add_argument("--json")
+    ap.add_argument("--no-markdown", action="store_true")
+    return ap.parse_args(argv)
+
+
+def _isa(args) -> str | None:
+    return None if args.isa == "auto" else args.isa
+
+
+def prepare(name: str, precision: str, cache: Path) -> Path:
+    folder = cache / name
+    fp32 = folder / "model.onnx"
+    if not fp32.exists():
+        from optim.exporter import export
+
+        print(f"exporting {name}", file=sys.stderr)
+        export(name, fp32)
+    if precision == "fp32":
+        return fp32
+    path = folder / f"model.{precision}.onnx"
+    if not path.exists():
+        from optim.optimizer.quantization.weight_only import quantize_weights
+
+        print(f"quantizing {name} to {precision}", file=sys.stderr)
+        bits, int8_activations = FORMATS[precision]
+        quantize_weights(fp32, path, bits=bits, block=32, int8_activations=int8_activations)
+    return path
+
+
+def step_weight_bytes(path: Path) -> int:
+    """Bytes of the weights one decode step reads: every initializer but the ones Gather indexes (an embedding table
+    is read one row per token)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    gathered = {n.input[0] for n in model.graph.node if n.op_type == "Gather"}
+    total = 0
+    for t in model.graph.initializer:
+        if t.name in gathered:
+            continue
+        ext = {e.key: e.value for e in t.external_data}
+        total += int(ext["length"]) if "length" in ext else len(t.raw_data) or onnx.numpy_helper.to_array(t).nbytes
+    return total
+
+
+def time_one(model: CausalLM, batch: int, prompt: int, steps: int, seed: int) -> tuple[float, float]:
+    """(prefill seconds, decode seconds) of one run."""
+    ids = np.random.default_rng(seed).integers(0, model.info.vocab, (batch, prompt)).tolist()
+    _, stats = generate(model, ids, max_new_tokens=steps + 1, eos=False)
+    return stats.prefill_s, stats.decode_s
+
+
+def continuous_batching(model: CausalLM, requests: int, prompt: int, new_tokens: int, max_batch: int) -> float:
+    """Generated tokens/s of `requests` requests (random prompts of `prompt` tokens, `new_tokens` each) submitted
+    at once to a ContinuousBatcher of max_batch rows (1: one request at a time)."""
+    from optim.llm.batcher import ContinuousBatcher, Request
+
+    batcher = ContinuousBatcher(model, max_batch=max_batch, max_queue=requests)
+    rng = np.random.default_rng(1)
+    start = time.perf_counter()
+    for _ in range(requests):
+        batcher.submit(Request(rng.integers(0, model.info.vocab, prompt).tolist(), max_new_tokens=new_tokens, eos=False))
+    while batcher.pending():
+        batcher.step()
+    return requests * new_tokens / (time.perf_counter() - start)
+
+
+def serving_rows(args, cache: Path) -> list[dict]:
+    rows = []
+    for name in args.models.split(","):
+        for precision in args.precisions.split(","):
+            model = CausalLM(prepare(name, precision, cache), threads=args.threads, isa=_isa(args))
+            continuous_batching(model, 2, 8, 2, 2)  # warm-up
+            rates = {b: continuous_batching(model, args.requests, 32, args.decode, b) for b in (1, args.max_batch)}
+            rows.append({"model": name, "precision": precision, "requests": args.requests, "one_at_a_time": rates[1],
+                         "continuous": rates[args.max_batch], "max_batch": args.max_batch})
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    return rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    cache = Path(args.cache)
+    from bandwidth import measure as measure_bandwidth
+
+    bandwidth = measure_bandwidth(HERE / ".cache", args.threads)
+    rows = []
+    for name in args.models.split(","):
+        for precision in args.precisions.split(","):
+            path = prepare(name, precision, cache)
+            models = {rt: CausalLM(path, runtime=rt, threads=args.threads, isa=_isa(args) if rt == "optim" else None)
+                      for rt in ("optim", "cpu")}
+            for batch in map(int, args.batch.split(",")):
+                for prompt in map(int, args.prompt.split(",")):
+                    times = {rt: [] for rt in models}
+                    for rt, m in models.items():  # warm-up
+                        time_one(m, batch, prompt, 2, 0)
+                    for r in range(args.runs):
+                        for rt, m in models.items():
+                            times[rt].append(time_one(m, batch, prompt, args.decode, r))
+                    row = {"model": name, "precision": precision, "batch": batch, "prompt": prompt,
+                           "decode_steps": args.decode, "file_mib": path.stat().st_size / 2**20,
+                           "step_weight_bytes": step_weight_bytes(path)}
+                    for rt, t in times.items():
+                        pre = statistics.median(x[0] for x in t)
+                        dec = statistics.median(x[1] for x in t)
+                        row[rt] = {"prefill_tok_s": batch * prompt / pre, "decode_tok_s": batch * args.decode / dec,
+                                   "decode_ms_per_step": dec / args.decode * 1e3}
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr)
+    serving = serving_rows(args, cache)
+    machine = (f"{cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; {args.threads} intra-op "
+               f"threads; OptimEP's kernels: {args.isa}; memory read bandwidth (bandwidth.cc, {args.threads} threads) "
+               f"{bandwidth / 1e9:.1f} GB/s")
+    for row in rows:
+        row["bandwidth_bound_ms"] = row["step_weight_bytes"] / bandwidth * 1e3
+    command = "`.venv/bin/python benchmarks/llm.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
+    table = render(rows, machine, command.replace(" `", "`"), args) + "\n\n" + render_serving(serving)
+    print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"machine": machine, "bandwidth": bandwidth, "rows": rows,
+                                               "serving": serving}, indent=2))
+    if not args.no_markdown:
+        doc = HERE / "BENCHMARKS.md"
+        doc.write_text(_replace_between(doc.read_text(), MARKERS, table.splitlines(), heading="Generative LMs (issue 30)"))
+    return 0
+
+
+def render(rows: list[dict], machine: str, command: str, args) -> str:
+    lines = [f"Command: {command}  ", f"Machine: {machine}.  ",
+             f"Each cell: median of {args.runs} runs (after a warm-up) of a prefill then {args.decode} decode steps; "
+             "ratio = OptimEP / CPU EP tokens/s (above 1: OptimEP faster).", "",
+             "The bandwidth bound: the weights one decode step reads (every initializer but the embedding table) at "
+             "the measured read bandwidth; share = that bound / OptimEP's time per step.", "",
+             "| model | weights | file (MiB) | batch | prompt | prefill tok/s OptimEP | prefill tok/s CPU EP | ratio | "
+             "decode tok/s OptimEP | decode tok/s CPU EP | ratio | decode ms/step OptimEP | bandwidth bound ms/step "
+             "(share) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        o, c = r["optim"], r["cpu"]
+        lines.append(f"| {r['model']} | {r['precision']} | {r['file_mib']:.0f} | {r['batch']} | {r['prompt']} | "
+                     f"{o['prefill_tok_s']:.0f} | {c['prefill_tok_s']:.0f} | {o['prefill_tok_s'] / c['prefill_tok_s']:.2f} | "
+                     f"{o['decode_tok_s']:.1f} | {c['decode_tok_s']:.1f} | {o['decode_tok_s'] / c['decode_tok_s']:.2f} | "
+                     f"{o['decode_ms_per_step']:.1f} | {r['bandwidth_bound_ms']:.1f} "
+                     f"({r['bandwidth_bound_ms'] / o['decode_ms_per_step']:.0%}) |")
+    return "\n".join(lines)
+
+
+
+def render_serving(rows: list[dict]) -> str:
+    lines = ["Continuous batching on OptimEP (optim.llm.batcher, what `optim serve` runs): requests submitted at once, "
+             "prompts of 32 random tokens; generated tokens/s, one request at a time vs up to max-batch sequences "
+             "sharing each decode step.", "",
+             "| model | weights | requests | one at a time (tok/s) | continuous (tok/s) | max batch | gain |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['precision']} | {r['requests']} | {r['one_at_a_time']:.1f} | "
+                     f"{r['continuous']:.1f} | {r['max_batch']} | {r['continuous'] / r['one_at_a_time']:.2f}x |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
