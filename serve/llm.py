@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import threading
 import time
 import uuid
@@ -107,8 +108,9 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
             raise UserError("n must be 1")
         temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
         top_p = float(body.get("top_p") if body.get("top_p") is not None else 1.0)
-        seed = body.get("seed")
-        return Sampling(temperature=temperature, top_p=top_p, seed=int(seed) if seed is not None else 0)
+        seed = body.get("seed")  # none given: a fresh one (two such requests sample independently)
+        return Sampling(temperature=temperature, top_p=top_p,
+                        seed=int(seed) if seed is not None else secrets.randbits(31))
 
     def submit(lm: LanguageModel, prompt_ids: list[int], body: dict, default_max: int) -> _Job:
         loop = asyncio.get_running_loop()
