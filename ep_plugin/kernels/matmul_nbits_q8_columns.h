@@ -44,7 +44,7 @@ void q8_columns(int64_t m, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args
   const MatMulNBitsQ8Args a = args;  // a copy: fields stay in registers (the stores to c could alias the reference)
   const int64_t blob = a.block / 2, ldq = a.ldq, blocks = a.blocks, block = a.block;
   const int8_t* rows = a.aq + m * ldq;
-  const __m128i mask = _mm_set1_epi8(0x0F);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
   // Block b's dot products with the R rows, each scaled by scale x a_scale and added into acc.
   auto add_block = [&](int64_t n, int64_t b, __m256 (&acc)[R]) {
     const uint8_t* q = a.b + (n * blocks + b) * blob;
@@ -52,8 +52,9 @@ void q8_columns(int64_t m, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args
     __m256i sum[R];
     for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
     for (int64_t c = 0; c < block; c += 32, q += 16, x += 32) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-      const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
+      // The 16 bytes in both halves (a load, no shuffle), the high half shifted by a nibble: low nibbles, then high.
+      const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+      const __m256i codes = _mm256_and_si256(_mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0), mask);
       for (int r = 0; r < R; ++r)
         sum[r] = V::dot32(sum[r], codes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * ldq)));
     }
