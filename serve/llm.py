@@ -11,6 +11,7 @@ model, prompt / messages, max_tokens (16 for completions, up to the model's posi
 extension: go on past the end id); n must be 1. A request
 the queue cannot hold gets 503, one that does not fit 400 in OpenAI's error form. Chat messages become one prompt
 as "<|role|>\\ncontent\\n" per message, then "<|assistant|>\\n" (the model's own chat template is not applied).
+A model without a tokenizer.json beside it takes prompts as token ids and answers with "token_ids" in each choice.
 """
 
 from __future__ import annotations
@@ -50,11 +51,20 @@ class LanguageModel:
     def __init__(self, name: str, served: ServedModel, max_batch: int, max_queue: int):
         self.name = name
         self.model = CausalLM.from_session(served.path, served.session)
-        self.tokenizer = load_tokenizer(served.path, self.model.info.vocab)
+        try:
+            self.tokenizer = load_tokenizer(served.path, self.model.info.vocab)
+        except UserError:  # no tokenizer.json beside it: prompts as token ids, answers as token ids
+            self.tokenizer = None
         self.batcher = ContinuousBatcher(self.model, max_batch=max_batch, max_queue=max_queue,
-                                         decode=self.tokenizer.decode)
+                                         decode=self.tokenizer.decode if self.tokenizer else None)
         self._thread = threading.Thread(target=self.batcher.run_forever, name=f"optim-llm-{name}", daemon=True)
         self._thread.start()
+
+    def encode(self, text: str) -> list[int]:
+        if self.tokenizer is None:
+            raise UserError(f"model {self.name!r} has no tokenizer (no tokenizer.json beside it): send the prompt as "
+                            "token ids")
+        return self.tokenizer.encode(text)
 
     def close(self) -> None:
         self.batcher.stop()
@@ -122,7 +132,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
         request = GenerationRequest(
             prompt_ids, max_new_tokens=max_tokens, sampling=sampling(body), stop=_stop_list(body.get("stop")),
             eos=not body.get("ignore_eos", False),
-            on_text=lambda text: loop.call_soon_threadsafe(queue.put_nowait, ("text", text)),
+            on_text=(lambda text: loop.call_soon_threadsafe(queue.put_nowait, ("text", text))) if lm.tokenizer else None,
             on_done=lambda g: loop.call_soon_threadsafe(queue.put_nowait, ("done", g)))
         lm.batcher.submit(request)
         return _Job(queue, len(prompt_ids))
@@ -137,13 +147,13 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
             name = str(body.get("model", ""))
             lm = lookup(body)
             if chat:
-                prompt_ids = lm.tokenizer.encode(chat_prompt(body.get("messages")))
+                prompt_ids = lm.encode(chat_prompt(body.get("messages")))
             else:
                 prompt = body.get("prompt")
                 if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
                     prompt = prompt[0]
                 if isinstance(prompt, str):
-                    prompt_ids = lm.tokenizer.encode(prompt)
+                    prompt_ids = lm.encode(prompt)
                 elif isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt):
                     prompt_ids = prompt
                 else:
@@ -178,6 +188,8 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
             return {"id": ident, "object": "chat.completion", "created": created, "model": lm.name,
                     "choices": [choice], "usage": usage}
         choice = {"index": 0, "text": generation.text, "logprobs": None, "finish_reason": finish}
+        if lm.tokenizer is None:  # an extension field: the answer as the model's token ids
+            choice["token_ids"] = generation.token_ids
         return {"id": ident, "object": "text_completion", "created": created, "model": lm.name, "choices": [choice],
                 "usage": usage}
 

@@ -170,3 +170,40 @@ def test_seeded_sampling_is_reproducible(server):
     texts = [client.completions.create(model="llama_tiny", prompt="abc", max_tokens=8, temperature=1.5, seed=s).choices[0].text
              for s in (7, 7, 8)]
     assert texts[0] == texts[1]
+
+
+def _post(url: str, body: dict) -> tuple[int, dict]:
+    import json as json_module
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, json_module.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, json_module.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json_module.loads(e.read())
+
+
+def test_a_model_without_a_tokenizer_takes_and_gives_token_ids(model_path, alone, tmp_path):
+    """Its metadata says a vocabulary of 300 (no byte tokenizer then) and no tokenizer.json lies beside it."""
+    import json as json_module
+
+    import onnx
+
+    from optim.serve import app
+    from optim.serve.server import BackgroundServer
+
+    model = onnx.load(str(model_path))
+    meta = next(p for p in model.metadata_props if p.key == "optim.causal_lm")
+    meta.value = json_module.dumps({**json_module.loads(meta.value), "vocab": 300})
+    path = tmp_path / "no_tokenizer.onnx"
+    onnx.save(model, str(path))
+    with BackgroundServer(app([path], threads=1)) as s:
+        base = f"http://{s.url}/v1"
+        status, body = _post(f"{base}/completions", {"model": "no_tokenizer", "prompt": TOK.encode("Hello"),
+                                                     "max_tokens": 12, "temperature": 0, "ignore_eos": True})
+        assert status == 200, body
+        assert body["choices"][0]["token_ids"] == alone["Hello"]
+        status, body = _post(f"{base}/completions", {"model": "no_tokenizer", "prompt": "Hello", "max_tokens": 2})
+        assert status == 400 and "has no tokenizer" in body["error"]["message"]

@@ -1,6 +1,7 @@
-// The int8-activation weight-only GEMM's loop (kernel_table.h, MatMulNBitsQ8Fn), written once over the dot product
+// The int8-activation weight-only GEMM's loops (kernel_table.h, MatMulNBitsQ8Fn), written once over the dot product
 // of 32 u8 codes with 32 s8 activations into 8 int32 lanes (V::dot32: vpmaddubsw + vpmaddwd on AVX2, vpdpbusd with
-// VNNI). Included only by the kernel files.
+// VNNI): a lone row (a decode step) four columns at a time (q8_row_columns), groups of rows a column at a time
+// (q8_columns). Included only by the kernel files.
 #pragma once
 
 #include <immintrin.h>
@@ -77,9 +78,56 @@ void q8_columns(int64_t m, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args
   }
 }
 
+// One row (a decode step's) against C columns at once: the row's 32 activations of a step loaded once for all C,
+// and C independent chains of block sums, so no chain waits on the multiply-add's latency.
+template <class V, int C>
+void q8_row_columns(int64_t m, int64_t n0, const MatMulNBitsQ8Args& args) {
+  const MatMulNBitsQ8Args a = args;
+  const int64_t blob = a.block / 2, blocks = a.blocks, block = a.block;
+  const int8_t* row = a.aq + m * a.ldq;
+  const float* a_scale = a.a_scale + m * blocks;
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  const uint8_t* codes_of[C];
+  const float* scales_of[C];
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) {
+    codes_of[c] = a.b + (n0 + c) * blocks * blob;
+    scales_of[c] = a.scales + (n0 + c) * blocks;
+    acc[c] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i sum[C];
+    for (int c = 0; c < C; ++c) sum[c] = _mm256_setzero_si256();
+    for (int64_t k = 0; k < block; k += 32) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * block + k));
+      for (int c = 0; c < C; ++c) {
+        const __m256i both = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_of[c] + b * blob + k / 2)));
+        sum[c] = V::dot32(sum[c], _mm256_and_si256(_mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0), mask), x);
+      }
+    }
+    const __m256 sa = _mm256_set1_ps(a_scale[b]);
+    for (int c = 0; c < C; ++c)
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[c]), _mm256_mul_ps(_mm256_set1_ps(scales_of[c][b]), sa), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) {
+    const int64_t n = n0 + c;
+    a.c[m * a.ldc + n] = q8_reduce(acc[c]) - q8_zero_part(a, m, n) + (a.bias ? a.bias[n] : 0.f);
+  }
+}
+
 template <class V>
 void q8_rows(int64_t m0, int64_t m1, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& a) {
-  in_row_groups(m0, m1, [&](auto rows, int64_t m) { q8_columns<V, decltype(rows)::value>(m, n0, n1, a); });
+  in_row_groups(m0, m1, [&](auto rows, int64_t m) {
+    constexpr int R = decltype(rows)::value;
+    if constexpr (R == 1) {  // a lone row: four columns at a time
+      int64_t n = n0;
+      for (; n + 4 <= n1; n += 4) q8_row_columns<V, 4>(m, n, a);
+      if (n < n1) q8_columns<V, 1>(m, n, n1, a);
+    } else {
+      q8_columns<V, R>(m, n0, n1, a);
+    }
+  });
 }
 
 }  // namespace
