@@ -4,10 +4,10 @@ bound of a decode step that reads every weight once. `python benchmarks/bandwidt
 from __future__ import annotations
 
 import argparse
-import hashlib
-import shutil
 import subprocess
 from pathlib import Path
+
+from peak import compile_program
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "bandwidth.cc"
@@ -18,21 +18,7 @@ class BandwidthError(RuntimeError):
 
 
 def build(cache: Path) -> Path:
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    binary = cache / f"bandwidth-{digest}"
-    if binary.exists():
-        return binary
-    compiler = shutil.which("g++")
-    if compiler is None:
-        raise BandwidthError("g++ is not on PATH, so the bandwidth probe cannot be compiled")
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = binary.with_suffix(".tmp")
-    done = subprocess.run([compiler, "-O2", "-std=c++17", "-pthread", str(SOURCE), "-o", str(tmp)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BandwidthError(f"g++ failed on {SOURCE.name}: {done.stderr.strip()[:500]}")
-    tmp.replace(binary)
-    return binary
+    return compile_program(SOURCE, cache, BandwidthError)
 
 
 def measure(cache: Path, threads: int, mib: int = 1024, passes: int = 5) -> float:

@@ -65,19 +65,25 @@ class Peak:
 
 def build(cache: Path) -> Path:
     """The compiled peak program in `cache`, compiled now if this source version has not been."""
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    binary = cache / f"peak_fma-{digest}"
+    return compile_program(SOURCE, cache, PeakError)
+
+
+def compile_program(source: Path, cache: Path, error: type[Exception]) -> Path:
+    """The C++ probe `source` compiled with the system g++ into `cache` (named by its stem and a hash of its text, so
+    an edited source compiles again); `error` (one sentence) when g++ is missing or fails."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    binary = cache / f"{source.stem}-{digest}"
     if binary.exists():
         return binary
     compiler = shutil.which("g++")
     if compiler is None:
-        raise PeakError("g++ is not on PATH, so the peak program cannot be compiled")
+        raise error(f"g++ is not on PATH, so {source.name} cannot be compiled")
     cache.mkdir(parents=True, exist_ok=True)
     tmp = binary.with_suffix(".tmp")
-    done = subprocess.run([compiler, "-O2", "-std=c++17", "-pthread", str(SOURCE), "-o", str(tmp)],
+    done = subprocess.run([compiler, "-O2", "-std=c++17", "-pthread", str(source), "-o", str(tmp)],
                           capture_output=True, text=True)
     if done.returncode != 0:
-        raise PeakError(f"g++ failed on {SOURCE.name}: {done.stderr.strip()[:500]}")
+        raise error(f"g++ failed on {source.name}: {done.stderr.strip()[:500]}")
     tmp.replace(binary)
     return binary
 

@@ -209,7 +209,7 @@ def verify_causal_lm(path: Path, model: nn.Module, info: CausalLMInfo, tolerance
     longest = max(VERIFY_PROMPT_LENGTHS)
     ids = rng.integers(0, info.vocab, (len(VERIFY_PROMPT_LENGTHS), longest)).astype(np.int64)
     mask = np.array([[0] * (longest - n) + [1] * n for n in VERIFY_PROMPT_LENGTHS], dtype=np.int64)
-    past = {name: np.zeros((len(ids), info.kv_heads, 0, info.head_dim), np.float32) for name in info.cache_names()}
+    past = info.empty_cache(len(ids))
     torch_cache = None
     rows = []
     for step in range(VERIFY_DECODE_STEPS + 1):

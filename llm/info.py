@@ -43,6 +43,11 @@ class CausalLMInfo:
     def input_names(self) -> list[str]:
         return ["input_ids", "attention_mask", "position_ids", *self.cache_names()]
 
+    def empty_cache(self, rows: int) -> dict[str, np.ndarray]:
+        """The past of a prefill: every cache input with no positions yet, for `rows` rows."""
+        empty = np.zeros((rows, self.kv_heads, 0, self.head_dim), np.float32)
+        return {name: empty for name in self.cache_names()}
+
     def output_names(self) -> list[str]:
         return ["logits", *[f"present.{i}.{kv}" for i in range(self.layers) for kv in ("key", "value")]]
 

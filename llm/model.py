@@ -67,9 +67,7 @@ class CausalLM:
         for row, p in enumerate(prompts):
             ids[row, longest - len(p):] = p
             mask[row, longest - len(p):] = 1
-        empty = np.zeros((len(prompts), self.info.kv_heads, 0, self.info.head_dim), np.float32)
-        cache = {name: empty for name in self.info.cache_names()}
-        batch = Batch(np.zeros((len(prompts), 0), np.int64), cache)
+        batch = Batch(np.zeros((len(prompts), 0), np.int64), self.info.empty_cache(len(prompts)))
         return batch, self._run(batch, ids, mask)
 
     def step(self, batch: Batch, tokens: np.ndarray) -> np.ndarray:

@@ -198,10 +198,9 @@ def _all_logits(model, ids: list[int]) -> np.ndarray:
     from optim.llm.model import Batch
 
     half = max(1, len(ids) // 2)
-    empty = np.zeros((1, model.info.kv_heads, 0, model.info.head_dim), np.float32)
     mask = np.ones((1, half), np.int64)
     feeds = {"input_ids": np.array([ids[:half]], np.int64), "attention_mask": mask, "position_ids": positions(mask, half),
-             **{name: empty for name in model.info.cache_names()}}
+             **model.info.empty_cache(1)}
     out = model.session.run(None, feeds)
     rows = [out[0][0]]
     batch = Batch(mask, dict(zip(model.info.cache_names(), out[1:])))
