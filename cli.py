@@ -214,6 +214,95 @@ def _report_lines(report: list[dict]) -> list[str]:
             f"tolerance {row['tolerance']}  {'ok' if row['passed'] else 'FAILED'}" for row in report]
 
 
+def _explain_prune(error: Exception, _verbose: bool) -> str:
+    # A missed --target (exit 1: nothing written) shows the held-out rows that say by how much.
+    for row in getattr(error, "rows", []):
+        click.echo(f"  {row}", err=True)
+    return str(error)
+
+
+@main.command()
+@click.argument("spec")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The pruned model, a torch.export archive (e.g. model.pruned.pt2), for `optim export`.")
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True, max=0.9), metavar="R",
+              help="Share of each prunable group's channels (a transformer's attention heads and feed-forward width) "
+                   "to remove, e.g. 0.3. Compute falls faster than the ratio: a convolution loses input and output "
+                   "channels (about (1-R)^2 of its MACs remain).")
+@click.option("--speedup", type=click.FloatRange(min=1, min_open=True), metavar="S",
+              help="Instead of --ratio: the compute reduction to reach (original MACs / pruned MACs of the convolution "
+                   "and linear layers), e.g. 1.5; the ratio is searched.")
+@click.option("--importance", type=click.Choice(["magnitude", "taylor"]), default="magnitude", show_default=True,
+              help="Which channels go: the smallest by weight magnitude, or by |weight x gradient| on the samples "
+                   "(Taylor: activation-aware; cross-entropy on --data's labels, else the outputs' energy).")
+@click.option("--allocation", type=click.Choice(["uniform", "sensitivity"]), default="uniform", show_default=True,
+              help="uniform: every group loses the same share. sensitivity: each group is pruned alone first and the "
+                   "groups that move the outputs least lose more (0.5x-1.5x the share), at the same total compute.")
+@click.option("--round-to", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Keep channel counts multiples of this (SIMD-friendly widths for OptimEP's kernels).")
+@click.option("--data", type=click.Path(exists=True, dir_okay=False),
+              help=".npz: one array per model input with samples along the first axis, and optionally `labels` (int "
+                   "class ids) for a cross-entropy term and true top-1 (default: --samples random inputs, or the zoo "
+                   "model's real examples).")
+@click.option("--samples", type=click.IntRange(min=2), default=64, show_default=True,
+              help="Random (or zoo example) samples to make when --data is not given.")
+@click.option("--holdout", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True), default=0.25,
+              show_default=True, help="Share of the samples held out for the accuracy report and --target.")
+@click.option("--steps", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Distillation steps (Adam, cosine-decayed learning rate) toward the original's outputs; 0: none. "
+                   "The best held-out state is kept; with --target, recovery stops once it holds.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Samples per step.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True),
+              help="Learning rate of the recovery (default: 3e-4 for a model with attention, else 1e-3).")
+@click.option("--target", metavar="METRIC>=VALUE",
+              help="Accuracy goal on the held-out samples against the original: cosine>=0.99, mean_cosine>=0.98 (per "
+                   "sample, e.g. sentence embeddings), sqnr>=20 (dB) or top1>=0.95 (agreement on --logits). If "
+                   "recovery cannot reach it, nothing is written (exit 1).")
+@click.option("--logits", metavar="OUTPUT", help="Output holding class scores: top-1 agreement in the report (with "
+              "labels in --data: true top-1 and a cross-entropy term; a model with one output needs no --logits then).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME:DIMS[:DTYPE]",
+              help="Input name and shape as for `optim export` (a named dim is dynamic), for SPECs that do not say.")
+@click.option("--weights", type=click.Path(exists=True, dir_okay=False), help="state_dict for a module:factory SPEC.")
+@click.option("--trust-pickle", is_flag=True, help="Allow a fully pickled nn.Module (unpickling runs its code).")
+@click.option("--no-latency", is_flag=True,
+              help="Skip the latency report (which exports both models, quantizes both to int8 and times the four on "
+                   "OptimEP).")
+@click.option("--latency-batch", "latency_batches", type=click.IntRange(min=1), multiple=True, default=[1],
+              show_default=True, help="Batch size of the latency report. Repeatable.")
+@click.option("--threads", type=click.IntRange(min=1), help="Threads for the latency report (default: one per core).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the samples, split and mini-batches.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Tracebacks on errors.")
+@_reports_errors(explain=_explain_prune)
+def prune(spec, output, ratio, speedup, importance, allocation, round_to, data, samples, holdout, steps, batch_size, lr,
+          target, logits, inputs, weights, trust_pickle, no_latency, latency_batches, threads, seed, as_json, verbose):
+    """Prune SPEC: fewer channels, attention heads and feed-forward width, recovered by distillation.
+
+    SPEC is what `optim export` takes, as long as the model's Python code comes with it: a zoo name,
+    package.module:factory (with --weights), a Hugging Face folder, or a pickled nn.Module with
+    --trust-pickle (a TorchScript or torch.export archive has its layer sizes fixed). Channel groups
+    follow the model's dependencies (residual adds, concatenations, depthwise convolutions, BatchNorm);
+    the outputs keep their shapes. The original's outputs on the samples are the targets of the recovery
+    (no labels needed); accuracy is reported on held-out samples before and after it, with parameters,
+    MACs and, unless --no-latency, the latency of both models on OptimEP in fp32 and int8. Then:
+    optim export OUTPUT -o pruned.onnx, and optimize / quantize as usual.
+    """
+    try:
+        from optim.pruning import format_report, prune as do_prune
+    except ImportError as e:
+        raise click.ClickException(f"prune needs PyTorch and torch-pruning: pip install 'optim[prune]' ({e})") from None
+    result = do_prune(spec, output, ratio=ratio, speedup=speedup, importance=importance, allocation=allocation,
+                      round_to=round_to, data=data, samples=samples, holdout=holdout, steps=steps,
+                      batch_size=batch_size, lr=lr, target=target, logits=logits, inputs=list(inputs) or None,
+                      weights=weights, trust_pickle=trust_pickle, latency=not no_latency, latency_batches=latency_batches,
+                      threads=threads, seed=seed, progress=_progress)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    for line in format_report(result):
+        click.echo(line)
+
+
 def _explain_proof(error: Exception, verbose: bool) -> str:
     from optim.optimizer import ProofError
 

@@ -1,5 +1,5 @@
 """Writes docs/API.md from the runtime's docstrings and EP_OPTIONS, then optim.serve's (needs the serve and ray
-extras) and optim.torch's (imports torch): `python docs/api_reference.py`
+extras), optim.torch's and optim.pruning's (import torch): `python docs/api_reference.py`
 (rewrites the file) or `--check` (exit 1 if the file is out of date; tests/test_embed_python.py runs it)."""
 
 from __future__ import annotations
@@ -102,6 +102,24 @@ def render_llm() -> str:
     return "\n".join(parts)
 
 
+PRUNE_TEXT = """## Structured pruning: `optim.pruning` (needs torch and torch-pruning: `pip install optim[prune]`)
+
+What `optim prune` runs: a PyTorch model made narrower, recovered by distillation, saved as a torch.export archive.
+"""
+
+
+def render_pruning() -> str:
+    import optim.pruning
+
+    parts = [PRUNE_TEXT, f"{inspect.getdoc(optim.pruning)}\n"]
+    for name in ("prune", "format_report"):
+        parts.append(_entry(f"optim.pruning.{name}", getattr(optim.pruning, name)))
+    for cls in (optim.pruning.PruneResult, optim.pruning.Latency):
+        parts.append(f"### `optim.pruning.{cls.__name__}`\n\n{inspect.getdoc(cls)}\n")
+        parts += _members(cls) + [""]
+    return "\n".join(parts)
+
+
 def render() -> str:
     parts = [HEADER, "## Functions\n"]
     for name in ("session", "placement", "register", "library_path"):
@@ -120,6 +138,7 @@ def render() -> str:
     parts.append(SERVE_TEXT)
     parts.extend(_serving_entries())
     parts.append(render_torch())
+    parts.append(render_pruning())
     return "\n".join(parts)
 
 

@@ -92,10 +92,7 @@ def _dynamo(loaded, args, specs, output_names, opset, path, verbose) -> None:
     if loaded.program is not None:
         model, dynamic_shapes = loaded.program, None  # the program carries its own dynamic axes
     else:
-        model, dims = loaded.module, {}
-        # One Dim object per name: torch.export treats axes sharing a Dim as equal in size.
-        per_input = [{axis: dims.setdefault(n, torch.export.Dim(n)) for axis, n in s.dynamic.items()} or None for s in specs]
-        dynamic_shapes = tuple(per_input) if dims else None
+        model, dynamic_shapes = loaded.module, torch_dynamic_shapes(specs)
         if dynamic_shapes is not None and isinstance(model, BakedArgs):
             dynamic_shapes = (dynamic_shapes,)  # its forward(*tensors) is one tuple argument to torch.export
     torch.onnx.export(
@@ -103,6 +100,14 @@ def _dynamo(loaded, args, specs, output_names, opset, path, verbose) -> None:
         opset_version=opset, dynamic_shapes=dynamic_shapes, external_data=_weight_bytes(loaded) > EXTERNAL_DATA_BYTES,
         verbose=verbose,
     )
+
+
+def torch_dynamic_shapes(specs: list[InputSpec]) -> tuple | None:
+    """torch.export's dynamic_shapes for the specs (in forward's order), None when no axis is dynamic. One Dim
+    object per name: torch.export treats axes sharing a Dim as equal in size."""
+    dims: dict = {}
+    per_input = [{axis: dims.setdefault(n, torch.export.Dim(n)) for axis, n in s.dynamic.items()} or None for s in specs]
+    return tuple(per_input) if dims else None
 
 
 def _torchscript(loaded, args, specs, output_names, opset, path, verbose) -> None:

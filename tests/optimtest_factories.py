@@ -174,3 +174,31 @@ class Float32Constant(nn.Module):
 
     def forward(self, x):
         return x @ torch.ones(8, 4)
+
+
+class BranchyCNN(nn.Module):
+    """Every dependency pruning must respect: a residual add, a depthwise convolution between two BatchNorms, a
+    concatenation of two branches, and a classifier whose 10 outputs must stay."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                                   nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32))
+        self.expand = nn.Sequential(nn.Conv2d(32, 64, 1), nn.BatchNorm2d(64), nn.ReLU6())
+        self.depthwise = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, groups=64), nn.BatchNorm2d(64), nn.ReLU6())
+        self.left = nn.Conv2d(64, 24, 1)
+        self.right = nn.Conv2d(64, 40, 3, padding=1)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(x + self.block(x))
+        x = self.depthwise(self.expand(x))
+        x = torch.cat([self.left(x), self.right(x)], dim=1)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+def branchy_cnn():
+    torch.manual_seed(0)
+    return BranchyCNN().eval()

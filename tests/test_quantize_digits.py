@@ -5,11 +5,13 @@ images with the int8 model running on OptimEP: it must lose at most 0.5 points o
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from digits_helpers import trained_digits
 from optim.cli import main
 from optim.ep_plugin import cpu_session, placement, session
 
@@ -21,51 +23,15 @@ METHOD = "minmax"
 
 @pytest.fixture(scope="module")
 def digits(tmp_path_factory):
-    from sklearn.datasets import load_digits
-    from torch import nn
-
     d = tmp_path_factory.mktemp("digits")
-    data = load_digits()
-    x = (data.images / 16.0).astype(np.float32)[:, None]  # [N, 1, 8, 8]
-    y = data.target.astype(np.int64)
-    order = np.random.default_rng(0).permutation(len(x))
-    train, test = order[:1500], order[1500:]
+    net = trained_digits(d)
+    x, y, train, test = net.x, net.y, net.train, net.test
+    from optim.exporter import export
 
-    # The network lives in a module file, the way a user's training code would define it; the
-    # trained weights go through a state_dict file (`optim export SPEC --weights`).
-    (d / "digits_net.py").write_text(
-        "from torch import nn\n"
-        "class DigitsNet(nn.Module):\n"
-        "    def __init__(self):\n"
-        "        super().__init__()\n"
-        "        self.features = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1),\n"
-        "                                      nn.ReLU(), nn.MaxPool2d(2), nn.Flatten())\n"
-        "        self.head = nn.Linear(32 * 4 * 4, 10)\n"
-        "    def forward(self, x):\n"
-        "        return self.head(self.features(x))\n"
-        "def build():\n"
-        "    return DigitsNet()\n")
-    import sys
-
+    path = d / "digits.onnx"
     sys.path.insert(0, str(d))
     try:
-        import digits_net
-
-        torch.manual_seed(0)
-        torch.set_num_threads(1)  # the same float sums, so the same trained weights, on every machine
-        net = digits_net.build()
-        opt = torch.optim.Adam(net.parameters(), lr=3e-3)
-        xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
-        for _ in range(12):
-            for i in range(0, len(train), 64):
-                opt.zero_grad()
-                nn.functional.cross_entropy(net(xt[i:i + 64]), yt[i:i + 64]).backward()
-                opt.step()
-        torch.save(net.state_dict(), d / "digits.pt")
-        from optim.exporter import export
-
-        path = d / "digits.onnx"
-        export("digits_net:build", path, inputs=["x:batchx1x8x8"], weights=d / "digits.pt")
+        export("digits_net:build", path, inputs=["x:batchx1x8x8"], weights=net.weights)
     finally:
         sys.path.remove(str(d))
     calib = d / "calib"

@@ -14,7 +14,7 @@ EXTENSIONS = (".py", ".cc", ".h", ".inc", ".md", ".toml", ".txt")
 # The folders whose code is installed (pyproject.toml) or built (CMake), and where tests and benchmarks live.
 PACKAGE_FOLDERS = ("common/", "exporter/", "optimizer/", "optimizer/passes/", "optimizer/quantization/", "ep_plugin/",
                    "ep_plugin/src/", "ep_plugin/src/ops/", "ep_plugin/src/rewrites/", "ep_plugin/kernels/",
-                   "ep_plugin/tools/", "llm/", "serve/", "torch_backend/", "models/", "tests/", "benchmarks/", "examples/")
+                   "ep_plugin/tools/", "llm/", "pruning/", "serve/", "torch_backend/", "models/", "tests/", "benchmarks/", "examples/")
 # Rewrites that share a file with another (both halves of the QDQ binary ops).
 SHARED_FILES = {"qdq_adds": "qdq_binary", "qdq_muls": "qdq_binary"}
 
