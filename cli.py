@@ -752,7 +752,9 @@ def _quantize_weights(model, output, kind, block, symmetric, int8_activations, t
 @click.option("--max-queue", type=click.IntRange(min=1), default=256, show_default=True,
               help="Requests a model holds waiting; more are refused with 503 (not with --ray).")
 @click.option("--timeout-s", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,
-              help="A request not answered by then gets 504 (not with --ray).")
+              help="A request not answered by then gets 504 (not with --ray); on the OpenAI text endpoints, one "
+                   "that gets no next token for that long (504, or an error event in a stream; its sequence is "
+                   "cancelled).")
 @click.option("--ray", "use_ray", is_flag=True, help="Deploy on Ray Serve instead (local Ray instance, or RAY_ADDRESS).")
 @click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True, help="With --ray: replicas per model.")
 @click.option("-v", "--verbose", is_flag=True, help="Server log at info level; tracebacks on errors.")

@@ -2,16 +2,16 @@
 the accuracy recovered on real-weight models.
 
     .venv/bin/python benchmarks/prune.py [--models resnet18,resnet50,mobilenetv2,efficientnet_b0,bert_base]
-        [--ratios 0.3,0.5] [--batches 1,8] [--runs 20] [--threads 2] [--accuracy digits,minilm] [--json out.json]
-        [--no-markdown]
+        [--ratios 0.3,0.5] [--batches 1,8] [--runs 20] [--threads 2] [--accuracy digits,minilm] [--minilm-steps 2400]
+        [--reuse-speed earlier.json] [--json out.json] [--no-markdown]
 
 Speed: each model (optim.models.REALSIZE, random weights: accuracy means nothing there) is pruned with magnitude
 importance and uniform ratios, recovered for a few steps on random inputs (to time a step), and the original and
 pruned models are exported, quantized to int8 and timed on OptimEP by optim.pruning itself (alternating runs,
 medians). Accuracy: the digits CNN (scikit-learn's digits, trained here) pruned by half with labels, top-1 on the
 test images; MiniLM (all-MiniLM-L6-v2, its real weights) pruned 30% (Taylor importance, sensitivity ratios) and
-distilled (batch 32, lr 5e-4) on English sentences from
-Python's own docstrings (optim.models.minilm.corpus), mean cosine of the sentence embeddings to the original's on
+distilled (batch 32, lr 5e-4) on ~5,500 English sentences from Python's own docstrings (optim.models.minilm.corpus;
+10% of them held out for the best-state choice), mean cosine of the sentence embeddings to the original's on 300
 sentences it never saw. Rewrites the tables between the prune markers in BENCHMARKS.md.
 """
 
@@ -33,7 +33,7 @@ from optim.pruning import prune
 from run import HERE, _replace_between
 
 MARKERS = ("<!-- prune:begin -->", "<!-- prune:end -->")
-MINILM_TRAIN, MINILM_TEST = 1000, 271  # corpus sentences to learn from / to check on
+MINILM_TEST = 300  # corpus sentences to check on (the last ones); the rest to learn from
 MINILM_LENGTH = 32
 
 
@@ -45,7 +45,10 @@ def parse_args(argv=None):
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=core_count())
     ap.add_argument("--accuracy", default="digits,minilm", help="real-weight models for the accuracy rows ('' none)")
-    ap.add_argument("--minilm-steps", type=int, default=1200)
+    ap.add_argument("--minilm-steps", type=int, default=2400)
+    ap.add_argument("--reuse-speed", metavar="JSON",
+                    help="take the speed rows from an earlier run's --json file instead of timing again (e.g. after "
+                         "changing only the recovery)")
     ap.add_argument("--json")
     ap.add_argument("--no-markdown", action="store_true")
     return ap.parse_args(argv)
@@ -94,11 +97,11 @@ def minilm_row(folder: Path, steps: int) -> dict:
     from optim.models.minilm import build, corpus, tokenize
 
     sentences = corpus()
-    train = tokenize(sentences[:MINILM_TRAIN], MINILM_LENGTH)
-    test = tokenize(sentences[MINILM_TRAIN:MINILM_TRAIN + MINILM_TEST], MINILM_LENGTH)
+    train = tokenize(sentences[:-MINILM_TEST], MINILM_LENGTH)
+    test = tokenize(sentences[-MINILM_TEST:], MINILM_LENGTH)
     np.savez(folder / "minilm.npz", **train)
     r = prune("minilm", folder / "minilm.pt2", ratio=0.3, data=folder / "minilm.npz", importance="taylor",
-              allocation="sensitivity", steps=steps, batch_size=32, lr=5e-4, latency=False, progress=lambda line: print(f"minilm: {line}", file=sys.stderr))
+              allocation="sensitivity", steps=steps, batch_size=32, lr=5e-4, holdout=0.1, latency=False, progress=lambda line: print(f"minilm: {line}", file=sys.stderr))
     pruned = torch.export.load(str(folder / "minilm.pt2")).module()
     args = (torch.from_numpy(test["input_ids"]), torch.from_numpy(test["attention_mask"]))
     with torch.no_grad():
@@ -135,11 +138,11 @@ def render(rows, accuracy, machine, command, args) -> str:
                 f"{ratio(lat['original_int8'], lat['pruned_int8'])} | {r['step_s']:.2f} |")
     if accuracy:
         lines += ["", "Accuracy recovered on real weights (held-out data the recovery never saw):", "",
-                  "| model | pruned | GMACs | metric | original | pruned + recovered | recovery steps (s) |",
+                  "| model | pruned | MMACs | metric | original | pruned + recovered | recovery steps (s) |",
                   "|---|---:|---:|---|---:|---:|---:|"]
         for a in accuracy:
             worst = f" (worst {a['worst']:.3f})" if "worst" in a else ""
-            lines.append(f"| {a['model']} | {a['ratio']:.0%} | {a['macs'][0] / 1e9:.4g} -> {a['macs'][1] / 1e9:.4g} | "
+            lines.append(f"| {a['model']} | {a['ratio']:.0%} | {a['macs'][0] / 1e6:.4g} -> {a['macs'][1] / 1e6:.4g} | "
                          f"{a['metric']} | {a['before']:.4f} | {a['after']:.4f}{worst} | {a['steps']} "
                          f"({a['recovery_s']:.0f} s) |")
     return "\n".join(lines)
@@ -158,7 +161,10 @@ def main(argv=None) -> int:
         if "minilm" in wanted:
             accuracy.append(minilm_row(folder, args.minilm_steps))
             print(json.dumps(accuracy[-1]), file=sys.stderr)
-        rows = speed_rows(args, folder) if args.models else []
+        if args.reuse_speed:
+            rows = json.loads(Path(args.reuse_speed).read_text())["rows"]
+        else:
+            rows = speed_rows(args, folder) if args.models else []
     machine = (f"{cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; {args.threads} threads; "
                f"OptimEP's kernels: auto")
     command = "`.venv/bin/python benchmarks/prune.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"

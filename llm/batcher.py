@@ -33,8 +33,8 @@ class BatcherFull(RuntimeError):
 @dataclass
 class Request:
     """One sequence to generate: token ids, how many tokens at most, sampling, stop strings, whether end ids end it.
-    on_text(new_text) streams its text; on_done(generation) gets the result (both called from the batcher's
-    thread)."""
+    on_text(new_text) streams its text, on_token(id) each token; on_done(generation) gets the result (all called
+    from the batcher's thread). cancel() (from any thread) drops it before its next step: it ends with finish_reason "cancelled"."""
 
     prompt_ids: list[int]
     max_new_tokens: int = 16
@@ -43,6 +43,12 @@ class Request:
     eos: bool = True
     on_text: Callable[[str], None] | None = None
     on_done: Callable[[Generation], None] | None = None
+    on_token: Callable[[int], None] | None = None  # each generated token id, as it is taken (a sign of progress)
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        """Nobody waits for this sequence any more (a client gone, a request timed out): stop spending steps on it."""
+        self.cancelled = True
 
 
 @dataclass
@@ -145,6 +151,10 @@ class ContinuousBatcher:
         tokens = np.zeros(len(self._rows), np.int64)
         going = []
         for i, row in enumerate(self._rows):
+            if row.request.cancelled:
+                row.generation.finish_reason = "cancelled"
+                self._finish(row)
+                continue
             token = int(next_tokens(self._logits[i : i + 1], row.request.sampling, row.rng)[0])
             tokens[i] = token
             self.stats.tokens += 1
@@ -168,6 +178,11 @@ class ContinuousBatcher:
             length = self._batch.length if self._batch else 0
             while self._waiting and room > 0:
                 row = self._waiting[0]
+                if row.request.cancelled:  # never prefilled
+                    self._waiting.popleft()
+                    row.generation.finish_reason = "cancelled"
+                    self._finish(row)
+                    continue
                 longest = max(length, len(row.generation.prompt_ids)) + row.request.max_new_tokens
                 if (len(self._rows) + len(joining) + 1) * longest > self.max_cache_tokens and (self._rows or joining):
                     break  # the cache would outgrow its bound: wait for rows to finish
@@ -193,6 +208,8 @@ class ContinuousBatcher:
         eos_ids = set(self.model.info.eos_token_ids) if req.eos else set()
         decode = self.decode if (req.stop or req.on_text) else None
         going = take_token(g, token, eos_ids, req.max_new_tokens, decode, req.stop)
+        if req.on_token:
+            req.on_token(token)
         if going and self.model.info.max_positions and \
                 len(g.prompt_ids) + len(g.token_ids) >= self.model.info.max_positions:
             g.finish_reason, going = "length", False

@@ -18,7 +18,8 @@ from .sampling import Sampling, next_tokens
 @dataclass
 class Generation:
     """One prompt's result: its token ids, the generated ids and text, and why it stopped ("length", "eos",
-    "stop": a stop string, cut from the text; "error" in a ContinuousBatcher whose step failed)."""
+    "stop": a stop string, cut from the text; in a ContinuousBatcher also "error", its step failed, and "cancelled",
+    its request was)."""
 
     prompt_ids: list[int]
     token_ids: list[int] = field(default_factory=list)

@@ -33,35 +33,51 @@ SEQUENCE = 16  # example inputs are padded or truncated to this many tokens
 
 # Standard-library modules whose docstrings are plain English prose: a corpus of real sentences that ships with
 # Python, for work that needs more text than SENTENCES (pruning's distillation, held-out checks).
-_PROSE_MODULES = ("argparse", "asyncio", "collections", "concurrent.futures", "csv", "dataclasses", "decimal",
-                  "email", "functools", "heapq", "http.client", "inspect", "json", "logging", "pathlib", "pickle",
-                  "random", "re", "shutil", "socket", "sqlite3", "statistics", "subprocess", "tarfile", "threading",
-                  "unittest", "urllib.request", "uuid", "zipfile")
+_PROSE_MODULES = ("argparse", "ast", "asyncio", "bdb", "calendar", "cmd", "codecs", "collections", "concurrent.futures",
+                  "configparser", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal", "difflib", "doctest",
+                  "email", "email.message", "enum", "fractions", "ftplib", "functools", "gettext", "glob", "gzip",
+                  "heapq", "hmac", "html.parser", "http.client", "http.cookiejar", "http.server", "imaplib", "inspect",
+                  "io", "ipaddress", "json", "logging", "logging.handlers", "mailbox", "multiprocessing", "netrc",
+                  "optparse", "os", "pathlib", "pdb", "pickle", "pkgutil", "platform", "poplib", "pprint", "pydoc",
+                  "queue", "random", "re", "sched", "selectors", "shelve", "shlex", "shutil", "smtplib", "socket",
+                  "socketserver", "sqlite3", "ssl", "statistics", "string", "subprocess", "tarfile", "tempfile",
+                  "textwrap", "threading", "timeit", "tokenize", "trace", "traceback", "typing", "unittest",
+                  "unittest.mock", "urllib.parse", "urllib.request", "uuid", "warnings", "weakref", "xml.dom.minidom",
+                  "xml.etree.ElementTree", "zipfile", "zoneinfo")
 
 
 def corpus(count: int | None = None, seed: int = 0) -> list[str]:
-    """Distinct English sentences of 6 to 40 words from the docstrings of Python's standard library (functions,
-    classes and methods of _PROSE_MODULES), shuffled by seed; `count` of them (all when None)."""
+    """Distinct English sentences of 6 to 40 words from the docstrings of Python's standard library (the modules of
+    _PROSE_MODULES, their functions, classes and the classes' methods; several thousand), shuffled by seed; `count`
+    of them (all when None)."""
     import importlib
-    import inspect
-    import re
+    import warnings
 
     found: dict[str, None] = dict.fromkeys(SENTENCES)
-    for name in _PROSE_MODULES:
-        module = importlib.import_module(name)
-        objects = [module, *(v for _, v in sorted(vars(module).items()) if inspect.isclass(v) or inspect.isfunction(v))]
-        for obj in objects:
-            doc = inspect.getdoc(obj) or ""
-            for paragraph in re.split(r"\n\s*\n", doc):
-                if re.search(r"[>{}|=]{2}|^\s*[-*]", paragraph, flags=re.M):
-                    continue  # code, tables and lists, not prose
-                text = " ".join(paragraph.split())
-                for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text):
-                    if 6 <= len(sentence.split()) <= 40 and sentence[-1] in ".!?" and sentence[0].isupper():
-                        found[sentence] = None
+    with warnings.catch_warnings():  # reading typing.io / typing.re's docstrings warns that they are deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in _PROSE_MODULES:
+            _collect_sentences(importlib.import_module(name), found)
     sentences = list(found)
     np.random.default_rng(seed).shuffle(sentences)
     return sentences if count is None else sentences[:count]
+
+
+def _collect_sentences(module, found: dict[str, None]) -> None:
+    """Adds the prose sentences of `module`'s docstrings (its own, its functions', classes' and methods') to found."""
+    import inspect
+    import re
+
+    objects = [module, *(v for _, v in sorted(vars(module).items()) if inspect.isclass(v) or inspect.isfunction(v))]
+    objects += [m for c in objects if inspect.isclass(c) for _, m in sorted(vars(c).items()) if inspect.isfunction(m)]
+    for obj in objects:
+        for paragraph in re.split(r"\n\s*\n", inspect.getdoc(obj) or ""):
+            if re.search(r"[>{}|=]{2}|^\s*[-*]", paragraph, flags=re.M):
+                continue  # code, tables and lists, not prose
+            text = " ".join(paragraph.split())
+            for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text):
+                if 6 <= len(sentence.split()) <= 40 and sentence[-1] in ".!?" and sentence[0].isupper():
+                    found[sentence] = None
 
 
 def model_dir() -> Path:

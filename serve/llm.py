@@ -77,6 +77,11 @@ class _Job:
 
     queue: asyncio.Queue
     prompt_tokens: int
+    request: GenerationRequest
+
+
+class _Stalled(Exception):
+    """No token (nor the end) came within the server's timeout: the batcher is stuck or far behind."""
 
 
 def _openai_error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
@@ -104,8 +109,12 @@ def chat_prompt(messages) -> str:
     return "".join(parts) + "<|assistant|>\n"
 
 
-def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -> None:
-    """Adds /v1/models, /v1/completions and /v1/chat/completions over `models` (name -> LanguageModel) to app."""
+def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, timeout_s: float | None = None) -> None:
+    """Adds /v1/models, /v1/completions and /v1/chat/completions over `models` (name -> LanguageModel) to app.
+
+    timeout_s bounds the wait for each piece of a generation (the first token, then each next one), not the whole
+    of it, which grows with max_tokens: a request that makes no progress for that long gets 504 (a stream: an error
+    event) and its sequence is cancelled; so is a stream whose client went away."""
 
     def lookup(body: dict) -> LanguageModel:
         name = body.get("model")
@@ -133,9 +142,10 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
             prompt_ids, max_new_tokens=max_tokens, sampling=sampling(body), stop=_stop_list(body.get("stop")),
             eos=not body.get("ignore_eos", False),
             on_text=(lambda text: loop.call_soon_threadsafe(queue.put_nowait, ("text", text))) if lm.tokenizer else None,
+            on_token=lambda _id: loop.call_soon_threadsafe(queue.put_nowait, ("token", None)),  # progress, for timeout_s
             on_done=lambda g: loop.call_soon_threadsafe(queue.put_nowait, ("done", g)))
         lm.batcher.submit(request)
-        return _Job(queue, len(prompt_ids))
+        return _Job(queue, len(prompt_ids), request)
 
     async def handle(request: Request, chat: bool):
         started = time.perf_counter()
@@ -173,9 +183,15 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
         created = int(time.time())
         observer = metrics.for_model(lm.name)
         if body.get("stream"):
-            return StreamingResponse(_events(job, ident, created, lm.name, chat, observer, started),
+            return StreamingResponse(_events(job, ident, created, lm.name, chat, observer, started, timeout_s,
+                                             lambda: metrics.failed(lm.name, "timeout")),
                                      media_type="text/event-stream")
-        generation = await _finished(job)
+        try:
+            generation = await _finished(job, timeout_s)
+        except _Stalled:
+            metrics.failed(lm.name, "timeout")
+            return _openai_error(504, f"no token came within {timeout_s:g} s (the server's --timeout-s): the model is "
+                                      f"busy or stuck; the request was cancelled", "server_error")
         if generation.finish_reason == "error":
             metrics.failed(lm.name, "model_error")
             return _openai_error(500, f"the model failed: {generation.error}", "server_error")
@@ -207,15 +223,36 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics) -
         return await handle(request, chat=True)
 
 
-async def _finished(job: _Job) -> Generation:
+async def _next(job: _Job, timeout_s: float | None) -> tuple[str, object]:
+    """The batcher's next message for `job`; _Stalled (the sequence cancelled) when none comes within timeout_s."""
+    try:
+        return await asyncio.wait_for(job.queue.get(), timeout_s)
+    except asyncio.TimeoutError:
+        job.request.cancel()
+        raise _Stalled() from None
+
+
+async def _finished(job: _Job, timeout_s: float | None) -> Generation:
     while True:
-        kind, value = await job.queue.get()
+        kind, value = await _next(job, timeout_s)
         if kind == "done":
             return value
 
 
-async def _events(job: _Job, ident: str, created: int, model: str, chat: bool, observer, started: float):
-    """Server-sent events: one chunk per piece of new text, a last chunk with the finish reason, then [DONE]."""
+async def _events(job: _Job, ident: str, created: int, model: str, chat: bool, observer, started: float,
+                  timeout_s: float | None, timed_out):
+    """Server-sent events: one chunk per piece of new text, a last chunk with the finish reason, then [DONE]. A
+    stall past timeout_s ends the stream with an error event (timed_out() counts it); a client that leaves cancels
+    the sequence."""
+    try:
+        async for event in _stream(job, ident, created, model, chat, observer, started, timeout_s, timed_out):
+            yield event
+    finally:  # also when the client went away mid-stream (the generator is closed)
+        job.request.cancel()
+
+
+async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, observer, started: float,
+                  timeout_s: float | None, timed_out):
     kind_name = "chat.completion.chunk" if chat else "text_completion"
 
     def chunk(text: str | None, finish: str | None, first: bool = False) -> str:
@@ -230,7 +267,16 @@ async def _events(job: _Job, ident: str, created: int, model: str, chat: bool, o
     if chat:
         yield chunk(None, None, first=True)
     while True:
-        kind, value = await job.queue.get()
+        try:
+            kind, value = await _next(job, timeout_s)
+        except _Stalled:
+            timed_out()
+            yield "data: " + json.dumps({"error": {"message": f"no token came within {timeout_s:g} s (the server's "
+                                                   "--timeout-s): the request was cancelled", "type": "server_error",
+                                                   "param": None, "code": None}}) + "\n\n"
+            return
+        if kind == "token":  # progress only: the text comes as "text"
+            continue
         if kind == "text":
             yield chunk(value, None)
             continue

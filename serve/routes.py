@@ -141,7 +141,7 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
         observers[name].answered(time.perf_counter() - started)
         return Response(body, headers=headers)
 
-    add_openai_routes(app, language, metrics)
+    add_openai_routes(app, language, metrics, options.timeout_s)
 
     @app.get("/metrics")
     async def prometheus():

@@ -207,3 +207,40 @@ def test_a_model_without_a_tokenizer_takes_and_gives_token_ids(model_path, alone
         assert body["choices"][0]["token_ids"] == alone["Hello"]
         status, body = _post(f"{base}/completions", {"model": "no_tokenizer", "prompt": "Hello", "max_tokens": 2})
         assert status == 400 and "has no tokenizer" in body["error"]["message"]
+
+
+def test_a_stalled_generation_times_out_and_its_sequence_is_cancelled(model_path):
+    """A batcher that falls behind (each step made 1.5 s slow) answers 504 after --timeout-s, a stream gets an error
+    event, and the batcher drops both sequences instead of generating for nobody."""
+    import time
+
+    from optim.serve import app
+    from optim.serve.server import BackgroundServer
+
+    served = app([model_path], threads=1, timeout_s=0.5)
+    lm = served.state.language["llama_tiny"]
+    done: list = []
+    working_step, working_finish = lm.batcher.step, lm.batcher._finish
+
+    def slow_step():
+        time.sleep(1.5)
+        working_step()
+
+    def finish(row):
+        done.append(row.generation.finish_reason)
+        working_finish(row)
+
+    lm.batcher.step, lm.batcher._finish = slow_step, finish
+    with BackgroundServer(served) as s:
+        client = openai.OpenAI(base_url=f"http://{s.url}/v1", api_key="unused", max_retries=0)
+        with pytest.raises(openai.APIStatusError, match="no token came within 0.5 s") as raised:
+            client.completions.create(model="llama_tiny", prompt="Hello", max_tokens=50)
+        assert raised.value.status_code == 504
+        with pytest.raises(openai.APIError, match="no token came within 0.5 s"):
+            for _ in client.completions.create(model="llama_tiny", prompt="Hi", max_tokens=50, stream=True):
+                pass
+        deadline = time.monotonic() + 30
+        while len(done) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert done == ["cancelled", "cancelled"]
+    assert b'optim_inference_failures_total{model="llama_tiny",reason="timeout"} 2.0' in served.state.metrics.render()
