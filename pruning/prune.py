@@ -178,7 +178,7 @@ def prune(
     student = copy.deepcopy(original)
     widths_before = _widths(student, structure)
     prune_model(student, args, structure, ratios, importance, round_to, transform, grads)
-    _check_outputs(original, student, args, names, forward=lambda m: transform(m(*args)))
+    _check_outputs(original, student, names, forward=lambda m: transform(m(*args)))
     widths = [(g.kind, g.names[0], b, a) for g, b, a in zip(structure.groups, widths_before, _widths(student, structure))]
     macs1, params1 = macs_and_params(student, args)
     say(f"{params0 / 1e6:.3f} M -> {params1 / 1e6:.3f} M parameters, {macs0 / 1e9:.3g} -> {macs1 / 1e9:.3g} GMACs")
@@ -297,9 +297,17 @@ def _widths(model: nn.Module, structure) -> list[int]:
     return result
 
 
-def _check_outputs(original, student, args, names, forward) -> None:
+def _check_outputs(original, student, names, forward) -> None:
+    """The pruned model runs and returns outputs of the original's shapes, or PruneError saying what broke."""
     with torch.no_grad():
-        want, got = forward(original), forward(student)
+        want = forward(original)
+        try:
+            got = forward(student)
+        except Exception as e:  # a reshape by a fixed width optim did not see (an attention it did not recognise)
+            raise PruneError(f"the pruned model fails ({type(e).__name__}: {str(e).splitlines()[0]}): it reshapes by "
+                             f"a channel or head count optim did not find (attention is recognised by query/key/value, "
+                             f"q_proj/k_proj/v_proj or q/k/v projections beside a head-count attribute); please "
+                             f"report it") from None
     for n, w, g in zip(names, want, got):
         if w.shape != g.shape:
             raise PruneError(f"pruning changed output {n!r} from {tuple(w.shape)} to {tuple(g.shape)}: the model "

@@ -138,13 +138,12 @@ def find_attention(model: nn.Module) -> list[Attention]:
     return found
 
 
-def dependency_graph(model: nn.Module, args: tuple, output_transform, ignored: list[nn.Module] | None = None):
+def dependency_graph(model: nn.Module, args: tuple, output_transform):
     """torch-pruning's dependency graph of `model` on `args` (its warnings about parameters outside modules,
     which optim never prunes, silenced)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return tp.DependencyGraph().build_dependency(model, example_inputs=args, output_transform=output_transform,
-                                                     ignored_layers=ignored or [])
+        return tp.DependencyGraph().build_dependency(model, example_inputs=args, output_transform=output_transform)
 
 
 def _is_real(module) -> bool:

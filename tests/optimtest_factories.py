@@ -202,3 +202,24 @@ class BranchyCNN(nn.Module):
 def branchy_cnn():
     torch.manual_seed(0)
     return BranchyCNN().eval()
+
+
+class OddAttention(nn.Module):
+    """Self-attention whose projections have names optim does not know (wq/wk/wv) and whose forward reshapes by a
+    fixed head count: pruning it must end in one sentence, not a traceback."""
+
+    def __init__(self, d: int = 32, heads: int = 4):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = (w(x).view(b, s, self.heads, self.hd).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        a = torch.softmax(q @ k.transpose(-1, -2) / self.hd ** 0.5, dim=-1) @ v
+        return x + self.wo(a.transpose(1, 2).reshape(b, s, -1))
+
+
+def odd_attention():
+    torch.manual_seed(0)
+    return OddAttention().eval()

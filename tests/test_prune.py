@@ -181,6 +181,13 @@ def test_an_archive_without_code_and_bad_data_are_refused(tmp_path):
     assert issubclass(TargetMissed, RuntimeError)
 
 
+def test_an_attention_optim_does_not_recognise_is_one_sentence(tmp_path):
+    with pytest.raises(PruneError, match="reshapes by a channel or head count optim did not find"):
+        prune("optimtest_factories:odd_attention", tmp_path / "o.pt2", ratio=0.5, steps=0, samples=4, latency=False,
+              inputs=["x:batchx8x32"], round_to=None)
+    assert not (tmp_path / "o.pt2").exists()
+
+
 MINILM_MIN_COSINE = 0.85  # 30% pruned, 80 short recovery steps: mean cosine to the original on unseen sentences
 MINILM_MIN_GAIN = 0.05  # recovery's gain over the pruned model before it, on those sentences
 
