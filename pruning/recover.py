@@ -1,8 +1,9 @@
 """Recovering a pruned model's accuracy: BatchNorm statistics re-estimated, then distillation from the original.
 
-The original model's outputs on the training samples are the targets (no labels needed): the loss is each
-output's squared error relative to the target's mean square, plus cross-entropy on the logits output where the
-data has labels. Adam for a bounded number of steps on random mini-batches; the held-out score is checked every
+The original model's outputs on each mini-batch are the targets (no labels needed): the loss is each output's
+squared error relative to the target's mean square, plus the same averaged over the normalisation layers whose
+outputs kept their shape (a transformer's hidden state after every block), plus cross-entropy on the logits
+output where the data has labels. Adam for a bounded number of steps on random mini-batches; the held-out score is checked every
 `EVALUATIONS`th of the run and the best state is the one kept (more steps never make the result worse than
 fewer). Dropout stays off and BatchNorm keeps the re-estimated statistics while training (few samples would make
 batch statistics noisy).
