@@ -3,7 +3,6 @@ distillation, checked on held-out inputs and saved as a torch.export archive tha
 
 from __future__ import annotations
 
-import copy
 import importlib
 import os
 import time
@@ -27,7 +26,7 @@ from optim.optimizer.quantization.target import Target, parse_target
 
 from .data import Samples, load_samples
 from .errors import PruneError, TargetMissed
-from .pruner import IMPORTANCES, MAX_RATIO, macs_and_params, prune_model, scale_for_macs
+from .pruner import IMPORTANCES, MAX_RATIO, macs_and_params, pruned_copy, scale_for_macs
 from .recover import distill, recalibrate_batchnorm
 from .report import PruneResult, measure_latency
 from .sensitivity import group_sensitivities, ratio_weights
@@ -102,8 +101,7 @@ def prune(
     _parse_target(target, logits or "?")  # its syntax, before the slow part (top1's --logits: once labels are read)
 
     def forward(model: nn.Module, batch: Samples) -> list[torch.Tensor]:
-        return [t for _, t in flatten_outputs(model(*(torch.from_numpy(np.ascontiguousarray(batch.inputs[s.name]))
-                                                       for s in specs)))]
+        return [t for _, t in flatten_outputs(model(*_tensors(batch, specs)))]
 
     def transform(out):
         return [t for _, t in flatten_outputs(out)]
@@ -155,8 +153,7 @@ def prune(
     weights_ = [1.0] * len(structure.groups)
     if allocation == "sensitivity":
         say(f"sensitivity: pruning each of {len(structure.groups)} groups alone")
-        probe = train.take(slice(0, PROBE_SAMPLES))
-        probe_args = tuple(torch.from_numpy(np.ascontiguousarray(probe.inputs[s.name])) for s in specs)
+        probe_args = _tensors(train.take(slice(0, PROBE_SAMPLES)), specs)
         sens = group_sensitivities(original, args, probe_args, structure, ratio or 0.5, round_to, transform,
                                    lambda m, a: transform(m(*a)), say)
         weights_ = ratio_weights(sens)
@@ -165,8 +162,8 @@ def prune(
         say(f"searching the ratio that leaves {goal_macs / 1e9:.3g} GMACs ({speedup:g}x fewer than {macs0 / 1e9:.3g})")
         scale, _ = scale_for_macs(original, args, structure, weights_, goal_macs, round_to, transform, say)
     elif allocation == "sensitivity":
-        uniform = copy.deepcopy(original)
-        prune_model(uniform, args, structure, [ratio] * len(structure.groups), "magnitude", round_to, transform)
+        uniform = pruned_copy(original, args, structure, [ratio] * len(structure.groups), "magnitude", round_to,
+                              transform)
         goal_macs = macs_and_params(uniform, args)[0]
         del uniform
         scale, _ = scale_for_macs(original, args, structure, weights_, goal_macs, round_to, transform, say)
@@ -175,11 +172,10 @@ def prune(
     ratios = [min(scale * w, MAX_RATIO) for w in weights_]
 
     say(f"pruning ({importance} importance, {allocation} ratios, mean ratio {np.mean(ratios):.3f})")
-    student = copy.deepcopy(original)
-    widths_before = _widths(student, structure)
-    prune_model(student, args, structure, ratios, importance, round_to, transform, grads)
+    student = pruned_copy(original, args, structure, ratios, importance, round_to, transform, grads)
     _check_outputs(original, student, names, forward=lambda m: transform(m(*args)))
-    widths = [(g.kind, g.names[0], b, a) for g, b, a in zip(structure.groups, widths_before, _widths(student, structure))]
+    widths = [(g.kind, g.names[0], b, a)
+              for g, b, a in zip(structure.groups, _widths(original, structure), _widths(student, structure))]
     macs1, params1 = macs_and_params(student, args)
     say(f"{params0 / 1e6:.3f} M -> {params1 / 1e6:.3f} M parameters, {macs0 / 1e9:.3g} -> {macs1 / 1e9:.3g} GMACs")
 
@@ -326,8 +322,12 @@ def _export_args(specs, train: Samples) -> tuple:
     specialises an axis of size 1), else as many as the spec's fixed size."""
     first = specs[0]
     count = 2 if 0 in first.dynamic else first.shape[0]
-    picked = train.take(np.arange(count) % len(train))
-    return tuple(torch.from_numpy(np.ascontiguousarray(picked.inputs[s.name])) for s in specs)
+    return _tensors(train.take(np.arange(count) % len(train)), specs)
+
+
+def _tensors(samples: Samples, specs) -> tuple:
+    """The samples' arrays as forward's positional arguments."""
+    return tuple(torch.from_numpy(np.ascontiguousarray(samples.inputs[s.name])) for s in specs)
 
 
 def _save(model: nn.Module, args: tuple, specs, path) -> None:

@@ -2,8 +2,8 @@
 the less sensitive groups given more of the cut (as `optim quantize --target` keeps the most sensitive nodes in
 float).
 
-A group's sensitivity is 1 - the lowest per-sample cosine of any output when only that group loses `probe` of its
-channels (heads), on a few training samples. The groups are ranked, and the ratio weights run linearly from
+A group's sensitivity is 1 - the per-sample cosine (averaged over the samples) of the output that moves most when
+only that group loses `probe` of its channels (heads), on a few training samples. The groups are ranked, and the ratio weights run linearly from
 1.5 (least sensitive) to 0.5 (most); prune.py then scales them to the compute the user asked for.
 """
 
@@ -15,16 +15,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from optim.optimizer.quantization.accuracy import compare_outputs
+
 from .pruner import pruned_copy
 from .structure import Structure
 
 WEIGHT_SPREAD = 0.5  # weights span 1 - spread .. 1 + spread
-
-
-def _cosine_rows(a: torch.Tensor, b: torch.Tensor) -> np.ndarray:
-    a = a.reshape(a.shape[0], -1).double() if a.ndim > 1 else a.reshape(1, -1).double()
-    b = b.reshape(b.shape[0], -1).double() if b.ndim > 1 else b.reshape(1, -1).double()
-    return torch.nn.functional.cosine_similarity(a, b, dim=1, eps=1e-30).numpy()
 
 
 def group_sensitivities(model: nn.Module, args: tuple, probe_args: tuple, structure: Structure, probe: float,
@@ -41,7 +37,8 @@ def group_sensitivities(model: nn.Module, args: tuple, probe_args: tuple, struct
         twin = pruned_copy(model, args, structure, ratios, "magnitude", round_to, output_transform)
         with torch.no_grad():
             got = outputs(twin, probe_args)
-        worst = min(float(np.mean(_cosine_rows(r, g))) for r, g in zip(reference, got))
+        worst = min(compare_outputs("", "", [r.numpy()], [g.numpy()], False).mean_cosine
+                    for r, g in zip(reference, got))
         result.append(1.0 - worst)
         if say and (i + 1) % max(1, n // 8) == 0:
             say(f"sensitivity: {i + 1}/{n} groups measured")

@@ -84,8 +84,17 @@ class _Stalled(Exception):
     """No token (nor the end) came within the server's timeout: the batcher is stuck or far behind."""
 
 
+def _error_body(message: str, kind: str) -> dict:
+    """An error in OpenAI's form: the body of an error answer, or of an error event in a stream."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
 def _openai_error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "param": None, "code": None}}, status_code=status)
+    return JSONResponse(_error_body(message, kind), status_code=status)
+
+
+def _error_event(message: str) -> str:
+    return "data: " + json.dumps(_error_body(message, "server_error")) + "\n\n"
 
 
 def _stop_list(value) -> list[str]:
@@ -271,9 +280,8 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
             kind, value = await _next(job, timeout_s)
         except _Stalled:
             timed_out()
-            yield "data: " + json.dumps({"error": {"message": f"no token came within {timeout_s:g} s (the server's "
-                                                   "--timeout-s): the request was cancelled", "type": "server_error",
-                                                   "param": None, "code": None}}) + "\n\n"
+            yield _error_event(f"no token came within {timeout_s:g} s (the server's --timeout-s): the request was "
+                               "cancelled")
             return
         if kind == "token":  # progress only: the text comes as "text"
             continue
@@ -281,8 +289,7 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
             yield chunk(value, None)
             continue
         if value.finish_reason == "error":  # the status is sent already: the error goes in the stream
-            yield "data: " + json.dumps({"error": {"message": f"the model failed: {value.error}", "type": "server_error",
-                                                   "param": None, "code": None}}) + "\n\n"
+            yield _error_event(f"the model failed: {value.error}")
             return
         observer.answered(time.perf_counter() - started)
         yield chunk(None, FINISH[value.finish_reason])

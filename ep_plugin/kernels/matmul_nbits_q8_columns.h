@@ -19,11 +19,14 @@ inline float q8_reduce(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-// Per column and block, the block's codes (low nibbles then high, matching A's even-then-odd order) widened once to
-// 32 bytes and dotted with up to R rows; per block the int32 lanes scaled into float lanes by scale x a_scale, into
-// two accumulators by the block's parity (one would wait on the multiply-add's latency every block); the zero
-// points' part, sum over blocks of scale x zero x a_scale x a_sum, 8 blocks per vector after the column's codes.
-// Sum over blocks of scale x zero (column n) x a_scale x a_sum (row m).
+// 16 bytes of 4-bit codes as 32 u8 codes, low nibbles then high (A's even-then-odd order): the bytes in both halves
+// (a load, no shuffle), the high half shifted by a nibble.
+inline __m256i q8_codes32(const uint8_t* q, __m256i mask) {
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  return _mm256_and_si256(_mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0), mask);
+}
+
+// Sum over blocks of scale x zero (column n) x a_scale x a_sum (row m), 8 blocks per vector.
 inline float q8_zero_part(const MatMulNBitsQ8Args& a, int64_t m, int64_t n) {
   const float* s = a.scales + n * a.blocks;
   const float* z = a.zeros + n * a.blocks;
@@ -40,6 +43,9 @@ inline float q8_zero_part(const MatMulNBitsQ8Args& a, int64_t m, int64_t n) {
   return part;
 }
 
+// Per column and block, the block's codes widened once to 32 bytes and dotted with up to R rows; per block the
+// int32 lanes scaled into float lanes by scale x a_scale, into two accumulators by the block's parity (one would
+// wait on the multiply-add's latency every block); the zero points' part after the column's codes.
 template <class V, int R>
 void q8_columns(int64_t m, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args) {
   const MatMulNBitsQ8Args a = args;  // a copy: fields stay in registers (the stores to c could alias the reference)
@@ -53,9 +59,7 @@ void q8_columns(int64_t m, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args
     __m256i sum[R];
     for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
     for (int64_t c = 0; c < block; c += 32, q += 16, x += 32) {
-      // The 16 bytes in both halves (a load, no shuffle), the high half shifted by a nibble: low nibbles, then high.
-      const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
-      const __m256i codes = _mm256_and_si256(_mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0), mask);
+      const __m256i codes = q8_codes32(q, mask);
       for (int r = 0; r < R; ++r)
         sum[r] = V::dot32(sum[r], codes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * ldq)));
     }
@@ -100,11 +104,7 @@ void q8_row_columns(int64_t m, int64_t n0, const MatMulNBitsQ8Args& args) {
     for (int c = 0; c < C; ++c) sum[c] = _mm256_setzero_si256();
     for (int64_t k = 0; k < block; k += 32) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * block + k));
-      for (int c = 0; c < C; ++c) {
-        const __m256i both = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_of[c] + b * blob + k / 2)));
-        sum[c] = V::dot32(sum[c], _mm256_and_si256(_mm256_blend_epi32(both, _mm256_srli_epi16(both, 4), 0xF0), mask), x);
-      }
+      for (int c = 0; c < C; ++c) sum[c] = V::dot32(sum[c], q8_codes32(codes_of[c] + b * blob + k / 2, mask), x);
     }
     const __m256 sa = _mm256_set1_ps(a_scale[b]);
     for (int c = 0; c < C; ++c)
