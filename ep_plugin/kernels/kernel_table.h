@@ -225,6 +225,10 @@ float unary_one(UnaryOp op, float x);  // one element of the scalar reference (e
 using ClipFn = void (*)(const float* x, float* y, int64_t n, float lo, float hi);
 // Softmax of one contiguous row of n values: y = exp(x - max(x)) / sum (y may be x).
 using SoftmaxFn = void (*)(const float* x, float* y, int64_t n);
+// Attention over a cache of n rows of d floats, ld apart (ops/group_attention.cc): the scores
+// y[t] = scale * <x, rows[t]> (DotRowsFn), and the weighted sum y = sum_t w[t] rows[t] (SumRowsFn, y of d floats).
+using DotRowsFn = void (*)(const float* x, const float* rows, int64_t ld, int64_t n, int64_t d, float scale, float* y);
+using SumRowsFn = void (*)(const float* w, const float* rows, int64_t ld, int64_t n, int64_t d, float* y);
 
 // --- more element-wise float32: rounding, Softplus/Elu, trigonometry, powers, Max/Min (ops/math_ops.cc) ---
 // y[i] = f(x[i]) by ONNX's definitions, NaN propagating:
@@ -425,22 +429,33 @@ using MatMulNBitsFn = void (*)(int64_t m0, int64_t m1, int64_t n0, int64_t n1, c
 // With int8 activations (MatMulNBits accuracy_level 4, as MLAS and llama.cpp run it): the op quantizes A per row
 // and block (aq = round(a / a_scale), a_scale = max|a| / 127, a_sum = sum of aq), stored per 32 values as the 16 at
 // even k then the 16 at odd k (the order of a byte's low and high nibbles), zero past K; then
-// C[m, n] = sum_b scales[n, b] a_scale[m, b] (sum_k aq[m, k] q[n, k] - zero[n, b] a_sum[m, b]) (+ bias[n]), the
-// inner sums exact in int32 (u8 x s8 products summed in pairs: 2 x 15 x 127 fits int16). 4-bit codes, blocks a
-// multiple of 32; the float sums may run in any order (vector lanes).
+// C[m, n] = sum_b scale[n, b] (a_scale[m, b] sum_k aq[m, k] q[n, k] - zero[n, b] a_zero[m, b]) (+ bias[n]) with
+// a_zero = a_scale x a_sum; the inner sums exact in int32 (u8 x s8 products summed in pairs: 2 x 15 x 127 fits
+// int16). 4-bit codes, integer zero points, blocks a multiple of 32; the float sums in any order.
+// B is packed for it (matmul_nbits_q8_pack) in groups of kQ8Columns columns: per group, block and 32 k, the four
+// columns' 16 code bytes side by side (one 64-byte load feeds four columns' dot products); per group and block,
+// kQ8ParamBytes: the 4 float scales, then the 4 zero points as bytes (21 bytes per 32 weights in all, where float
+// zero points would take 24: decode reads every byte once per token). Columns past N are zero; column ranges start
+// at a multiple of 4.
+constexpr int64_t kQ8Columns = 4;
+constexpr int64_t kQ8ParamBytes = 4 * sizeof(float) + 4;
 struct MatMulNBitsQ8Args {
-  const int8_t* aq = nullptr;  // [M, ldq]
-  int64_t ldq = 0;             // blocks * block
-  const float* a_scale = nullptr;
-  const int32_t* a_sum = nullptr;  // [M, blocks]
+  const int8_t* aq = nullptr;      // [M, ldq]
+  int64_t ldq = 0;                 // blocks * block
+  const float* a_scale = nullptr;  // [M, blocks]
+  const float* a_zero = nullptr;   // [M, blocks]: a_scale x a_sum
   int64_t blocks = 0, block = 0;
-  const uint8_t* b = nullptr;
-  const float* scales = nullptr;
-  const float* zeros = nullptr;
-  const float* bias = nullptr;
+  const uint8_t* b = nullptr;      // [ceil(N / 4), blocks, block / 32, 4, 16]
+  const uint8_t* params = nullptr; // [ceil(N / 4), blocks, kQ8ParamBytes]: 4 float scales, 4 byte zero points
+  const float* bias = nullptr;     // [N] or null
   float* c = nullptr;
   int64_t ldc = 0;
 };
+// B's codes [N, blocks, block / 2] with float scales and zero points [N, blocks] (whole numbers 0 to 255) in that
+// layout: packed holds ceil(N / 4) * blocks * block * 2 bytes, params ceil(N / 4) * blocks * kQ8ParamBytes
+// (matmul_nbits_q8_scalar.cc).
+void matmul_nbits_q8_pack(const uint8_t* codes, const float* scales, const float* zeros, int64_t n, int64_t blocks,
+                          int64_t block, uint8_t* packed, uint8_t* params);
 using MatMulNBitsQ8Fn = void (*)(int64_t m0, int64_t m1, int64_t n0, int64_t n1, const MatMulNBitsQ8Args& args);
 
 // --- the table ------------------------------------------------------------------------------------
@@ -483,6 +498,8 @@ struct KernelTable {
   Kernel<MathUnaryFn> math_unary;
   Kernel<MathBinaryFn> math_binary;
   Kernel<SoftmaxFn> softmax;
+  Kernel<DotRowsFn> dot_rows;
+  Kernel<SumRowsFn> sum_rows;
   Kernel<Col2imRowFn> col2im_row;
   Kernel<RnnCellFn> rnn_cell;
   Kernel<QuantizeFn> quantize;

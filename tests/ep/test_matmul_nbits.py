@@ -167,6 +167,8 @@ Q8_CASES = [  # (K, N, block, zero points, bias, A's shape)
     (128, 48, 64, "uint8", True, [3, 128]),
     (100, 24, 32, "uint8", False, [2, 5, 100]),  # K tail: the last block's padding codes meet zero activations
     (256, 20, 128, "float", True, [1, 1, 256]),
+    (96, 22, 32, "uint8", True, [7, 96]),  # N tail in the packed groups of 4 columns; rows by 4, 2 and 1
+    (64, 30, 32, "uint8", True, [20, 64]),  # a prefill's rows, four at a time
 ]
 
 
@@ -191,3 +193,75 @@ def test_int8_activations_match_the_cpu_ep_and_agree_across_isas(k, n, block, ze
         assert err <= rtol * scale, f"{isa} ({kernels[0]}): max abs error {err:.3g} against outputs up to {scale:.3g}"
     for isa, got in by_isa.items():  # the integer sums are exact: only float summation order differs
         np.testing.assert_allclose(got, by_isa["scalar"], rtol=0, atol=1e-5 * scale, err_msg=isa)
+
+
+def test_fractional_float_zero_points_keep_activations_float():
+    """int8 activations need whole-number zero points (bytes in the packed layout): a fractional one keeps the node
+    on the float-activation kernel, exact to the float reference."""
+    model = onnx.load_from_string(nbits_model(64, 12, 4, 32, "float", False, [1, 64]))
+    model.graph.node[0].attribute.append(helper.make_attribute("accuracy_level", 4))
+    zp = next(t for t in model.graph.initializer if t.name == "zp")
+    zp.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(zp) + np.float32(0.5), "zp"))
+    model = model.SerializeToString()
+    a = RNG.standard_normal([1, 64]).astype(np.float32)
+    want = dequantized_reference(model, a)
+    for isa in ISAS:
+        kernels = step_kernels(model, isa)
+        assert len(kernels) == 1 and kernels[0].startswith("matmul_nbits_f32_"), kernels
+        got = session(model, fallback=False, isa=isa).run(None, {"a": a})[0]
+        np.testing.assert_allclose(got, want, rtol=0, atol=NBITS_RTOL * float(np.abs(want).max()), err_msg=isa)
+
+
+def _siblings_model(parts, k: int, a_shape) -> bytes:
+    """MatMulNBits nodes reading one A (int8 activations, blocks of 32), one output each: parts = (N, zero points,
+    bias) per node."""
+    nodes, inits, outputs = [], [], []
+    for i, (n, zeros, bias) in enumerate(parts):
+        one = onnx.load_from_string(nbits_model(k, n, 4, 32, zeros, bias, a_shape))
+        node = one.graph.node[0]
+        node.attribute.append(helper.make_attribute("accuracy_level", 4))
+        rename = {t.name: f"{t.name}{i}" for t in one.graph.initializer}
+        for t in one.graph.initializer:
+            t.name = rename[t.name]
+        node.input[:] = [rename.get(x, x) for x in node.input]
+        node.output[:] = [f"y{i}"]
+        node.name = f"mm{i}"
+        nodes.append(node)
+        inits += list(one.graph.initializer)
+        outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
+    if len(parts) > 1:  # something reading them all, so that they meet in one partition (as in a model)
+        nodes.append(helper.make_node("Concat", [f"y{i}" for i in range(len(parts))], ["all"], axis=-1))
+        outputs.append(helper.make_tensor_value_info("all", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "siblings", [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_shape)],
+                              outputs, inits)
+    return helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", 17),
+                             helper.make_opsetid("com.microsoft", 1)]).SerializeToString()
+
+
+def _one_of(model: bytes, i: int) -> bytes:
+    """Node i of a _siblings_model alone, with its own initializers."""
+    m = onnx.load_from_string(model)
+    node = m.graph.node[i]
+    inits = [t for t in m.graph.initializer if t.name in node.input]
+    graph = helper.make_graph([node], "one", list(m.graph.input),
+                              [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, ir_version=IR_VERSION, opset_imports=list(m.opset_import)).SerializeToString()
+
+
+@pytest.mark.parametrize("a_shape", [[1, 96], [5, 96]])
+def test_projections_of_one_input_run_as_one_step_with_the_same_results(a_shape):
+    """A layer's q / k / v projections (one A, int8 activations) become one MatMulNBitsGroup step: A quantized once,
+    every part's columns in one round of tasks; each output the same bytes as its node alone, on every kernel set."""
+    parts = [(40, "uint8", True), (22, "uint8", False), (8, "none", True)]  # 22: a column tail in the packed groups
+    model = _siblings_model(parts, 96, a_shape)
+    feeds = {"a": RNG.standard_normal(a_shape).astype(np.float32)}
+    ref = run_cpu(model, feeds)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        assert placement(sess).rewrites.get("matmul_nbits_siblings") == 1, placement(sess).rewrites
+        got = sess.run(None, feeds)
+        for i in range(len(parts)):
+            alone = session(_one_of(model, i), fallback=False, isa=isa).run(None, feeds)[0]
+            np.testing.assert_array_equal(got[i], alone, err_msg=f"part {i} on {isa}")
+            scale = float(np.abs(ref[i]).max())
+            assert float(np.abs(got[i] - ref[i]).max()) <= Q8_RTOL * scale, f"part {i} on {isa}"

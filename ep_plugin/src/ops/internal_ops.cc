@@ -1,6 +1,7 @@
 // The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
 // (rewrites/qdq_units.cc), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
-// (rewrites/channels_last.cc) and fused activations (rewrites/activations.cc). A model can never claim
+// (rewrites/channels_last.cc), fused activations (rewrites/activations.cc), attention over a key / value cache
+// (rewrites/group_attention.cc) and weight-only projections of one input (rewrites/matmul_nbits_siblings.cc). A model can never claim
 // them; the rewrites that create them check what they need.
 #include <map>
 
@@ -28,6 +29,8 @@ std::unique_ptr<Op> create_qlut(const Node&, const Graph&);         // qlut.cc
 std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
 std::unique_ptr<Op> create_qresize(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_qresize(const Node&, const Graph&);
+std::unique_ptr<Op> create_group_attention(const Node&, const Graph&);  // group_attention.cc
+std::unique_ptr<Op> make_matmul_nbits_group(const Node&, const Graph&);  // matmul_nbits.cc
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
@@ -40,7 +43,8 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
       {"NhwcGlobalAveragePool", create_nhwc_gap}, {"NhwcGlobalMaxPool", create_nhwc_gmp},
       {"Silu", create_silu},                  {"QLut", create_qlut},
       {"NhwcResize", create_nhwc_resize},     {"QResize", create_qresize},
-      {"NhwcQResize", create_nhwc_qresize},
+      {"NhwcQResize", create_nhwc_qresize},   {"GroupAttention", create_group_attention},
+      {"MatMulNBitsGroup", make_matmul_nbits_group},
   };
   auto it = ops.find(node.op);
   if (it == ops.end()) throw Error("internal op " + node.op + " is unknown");

@@ -6,11 +6,12 @@
 // float32 [N, blocks]; g_idx (deprecated) must be absent; bias (optional) float32 [N] constant.
 // Few rows (decode): the kernel (kernel_table.h, MatMulNBitsFn) reads B's codes where they lie; the op keeps scales
 // and zero points as float32 and sums A over each block once per run, so the zero point costs one multiply-add per
-// block. With accuracy_level 4 (4-bit codes, blocks of 32k) few rows run with A quantized to int8 per block, as
-// ONNX Runtime's CPU EP runs that level, on exact u8 x s8 dot products (kernel_table.h, MatMulNBitsQ8Fn). Many rows
-// (prefill): groups of columns dequantized to float32 in cache and run on the float GEMM.
+// block. Many rows (prefill): groups of columns dequantized to float32 in cache and run on the float GEMM.
+// With accuracy_level 4 (4-bit codes, whole-number zero points, blocks of 32k) every row runs with A quantized to
+// int8 per block, as ONNX Runtime's CPU EP runs that level, on exact u8 x s8 dot products (kernel_table.h,
+// MatMulNBitsQ8Fn) over B repacked at compile time in groups of four columns (B's own layout freed): a prefill too
+// (twice the float GEMM's multiply-adds per instruction, from codes that stay in L1 across each group's rows).
 #include <algorithm>
-#include <cmath>
 #include <functional>
 
 #include "../aligned_vector.h"
@@ -85,10 +86,71 @@ class MatMulNBits : public Op {
   }
 
   void prepare(const kernels::KernelTable& kt) override {
-    q8_ = accuracy_level_ == 4 && s_.bits == 4 && s_.block % 32 == 0 && kt.matmul_nbits_q8;
+    // int8 activations need whole-number zero points (bytes in the q8 layout); float ones with fractions keep A float.
+    const bool whole_zeros = std::all_of(zeros_.begin(), zeros_.end(), [](float z) {
+      return z >= 0.f && z <= 255.f && z == static_cast<float>(static_cast<int>(z));
+    });
+    q8_ = accuracy_level_ == 4 && s_.bits == 4 && s_.block % 32 == 0 && whole_zeros && kt.matmul_nbits_q8;
     kernel_ = q8_ ? kt.matmul_nbits_q8.name : kt.matmul_nbits.name;
+    if (!q8_) return;
+    // The q8 kernels' layout (kernel_table.h) replaces B's.
+    const int64_t groups = (s_.n + kernels::kQ8Columns - 1) / kernels::kQ8Columns;
+    packed_.resize(static_cast<size_t>(groups * s_.blocks * s_.block * 2));
+    params_.resize(static_cast<size_t>(groups * s_.blocks * kernels::kQ8ParamBytes));
+    kernels::matmul_nbits_q8_pack(b_.data(), scales_.data(), zeros_.data(), s_.n, s_.blocks, s_.block, packed_.data(),
+                                  params_.data());
+    std::vector<uint8_t>().swap(b_);
+    std::vector<float>().swap(scales_);
+    std::vector<float>().swap(zeros_);
   }
   std::string kernel_name() const override { return kernel_ ? kernel_ : ""; }
+
+  // What MatMulNBitsGroup (below) runs its parts with.
+  bool q8() const { return q8_; }
+  int64_t n() const { return s_.n; }
+  // A's rows quantized in the int8-activation layout (kernel_table.h's MatMulNBitsQ8Args) in rc's scratch, each row
+  // and block symmetrically (quantize_block); the arguments the kernel then needs for this node's weights.
+  struct Q8Rows {
+    const int8_t* aq;
+    const float* a_scale;
+    const float* a_zero;
+  };
+  Q8Rows quantize_rows(const RunContext& rc, const float* a, int64_t m) const {
+    const int64_t kp = s_.blocks * s_.block;
+    auto* aq = static_cast<int8_t*>(rc.scratch());
+    auto* a_scale = reinterpret_cast<float*>(aq + m * kp);
+    float* a_zero = a_scale + m * s_.blocks;
+    auto quantize = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t b = 0; b < s_.blocks; ++b) {
+          const int64_t k0 = b * s_.block, i = r * s_.blocks + b;
+          quantize_block(a + r * s_.k + k0, std::min(s_.block, s_.k - k0), aq + r * kp + k0, a_scale[i], a_zero[i]);
+        }
+    };
+    if (m < kPrefillRows) quantize(0, m);
+    else parallel_rows(rc, m, s_.k, quantize);
+    return {aq, a_scale, a_zero};
+  }
+  kernels::MatMulNBitsQ8Args q8_args(const Q8Rows& rows, float* c) const {
+    kernels::MatMulNBitsQ8Args args;
+    args.aq = rows.aq;
+    args.ldq = s_.blocks * s_.block;
+    args.a_scale = rows.a_scale;
+    args.a_zero = rows.a_zero;
+    args.blocks = s_.blocks;
+    args.block = s_.block;
+    args.b = packed_.data();
+    args.params = params_.data();
+    args.bias = bias_.empty() ? nullptr : bias_.data();
+    args.c = c;
+    args.ldc = s_.n;
+    return args;
+  }
+  // Columns per task for m rows: about kMacsPerTask / 16 multiply-adds (a decode step's GEMV is short: enough tasks
+  // for every thread), a multiple of 8 (the q8 kernels' groups start at one of 4).
+  int64_t columns_per_task(int64_t m) const {
+    return std::min(s_.n, (std::max<int64_t>(8, kMacsPerTask / 16 / std::max<int64_t>(1, m * s_.k)) + 7) / 8 * 8);
+  }
 
   std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
     const Shape& a = *in[0];
@@ -101,8 +163,8 @@ class MatMulNBits : public Op {
 
   size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
     const int64_t m = rows(*in[0]);
+    if (q8_) return static_cast<size_t>(m * (s_.blocks * s_.block + 2 * s_.blocks * sizeof(float)));
     if (m >= kPrefillRows) return 0;
-    if (q8_) return static_cast<size_t>(m * (s_.blocks * s_.block + s_.blocks * (sizeof(float) + sizeof(int32_t))));
     return static_cast<size_t>(m * s_.blocks) * sizeof(float);
   }
 
@@ -110,12 +172,12 @@ class MatMulNBits : public Op {
     const int64_t m = rows(*in[0].shape);
     if (m == 0) return;
     const float* a = in[0].as<float>();
-    if (m >= kPrefillRows) {
-      run_dequantized(rc, a, m, out[0].as<float>());
-      return;
-    }
     if (q8_) {
       run_q8(rc, a, m, out[0].as<float>());
+      return;
+    }
+    if (m >= kPrefillRows) {
+      run_dequantized(rc, a, m, out[0].as<float>());
       return;
     }
     float* asum = static_cast<float*>(rc.scratch());
@@ -146,10 +208,9 @@ class MatMulNBits : public Op {
  private:
   int64_t rows(const Shape& a) const { return a.empty() ? 0 : shape_numel(a) / s_.k; }
 
-  // Columns shared out over the pool in tasks of about kMacsPerTask / 16 multiply-adds (a decode step's GEMV is
-  // short: enough tasks for every thread), at least 8 columns each.
+  // Columns shared out over the pool (columns_per_task).
   void for_column_tasks(const RunContext& rc, int64_t m, const std::function<void(int64_t, int64_t)>& fn) const {
-    const int64_t per_task = std::clamp<int64_t>(kMacsPerTask / 16 / std::max<int64_t>(1, m * s_.k), 8, s_.n);
+    const int64_t per_task = columns_per_task(m);
     const int64_t tasks = (s_.n + per_task - 1) / per_task;
     rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
       const int64_t n0 = static_cast<int64_t>(t) * per_task;
@@ -157,46 +218,35 @@ class MatMulNBits : public Op {
     });
   }
 
-  // accuracy_level 4 (int8 activations, as the CPU EP runs it): each row and block of A quantized symmetrically to
-  // int8 (scale max|a| / 127, rounded to nearest even), stored per 32 values as the 16 at even k then the 16 at odd
-  // k, zero past K (kernel_table.h, MatMulNBitsQ8Args); then the kernel's exact u8 x s8 sums.
+  // accuracy_level 4 (int8 activations, as the CPU EP runs it): A quantized per row and block, then the kernel's
+  // exact u8 x s8 sums.
   void run_q8(const RunContext& rc, const float* a, int64_t m, float* c) const {
-    const int64_t kp = s_.blocks * s_.block;
-    auto* aq = static_cast<int8_t*>(rc.scratch());
-    auto* a_scale = reinterpret_cast<float*>(aq + m * kp);
-    auto* a_sum = reinterpret_cast<int32_t*>(a_scale + m * s_.blocks);
-    for (int64_t r = 0; r < m; ++r)
-      for (int64_t b = 0; b < s_.blocks; ++b) {
-        const int64_t k0 = b * s_.block, k1 = std::min(s_.k, k0 + s_.block);
-        float amax = 0.f;
-        for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(a[r * s_.k + k]));
-        const float scale = amax / 127.f, inv = scale > 0.f ? 1.f / scale : 0.f;
-        int8_t* dst = aq + r * kp + k0;
-        int32_t sum = 0;
-        for (int64_t i = 0; i < s_.block; ++i) {
-          const int64_t k = k0 + i;
-          const float v = k < k1 ? std::nearbyint(a[r * s_.k + k] * inv) : 0.f;
-          const auto q = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
-          dst[i % 32 / 2 + (i % 2) * 16 + i / 32 * 32] = q;  // even k first, then odd, per 32
-          sum += q;
-        }
-        a_scale[r * s_.blocks + b] = scale;
-        a_sum[r * s_.blocks + b] = sum;
-      }
-    kernels::MatMulNBitsQ8Args args;
-    args.aq = aq;
-    args.ldq = kp;
-    args.a_scale = a_scale;
-    args.a_sum = a_sum;
-    args.blocks = s_.blocks;
-    args.block = s_.block;
-    args.b = b_.data();
-    args.scales = scales_.data();
-    args.zeros = zeros_.data();
-    args.bias = bias_.empty() ? nullptr : bias_.data();
-    args.c = c;
-    args.ldc = s_.n;
+    const kernels::MatMulNBitsQ8Args args = q8_args(quantize_rows(rc, a, m), c);
     for_column_tasks(rc, m, [&](int64_t n0, int64_t n1) { rc.kernels.matmul_nbits_q8(0, m, n0, n1, args); });
+  }
+
+  // One block of A as int8 (scale max|a| / 127, rounded to nearest even) into dst, per 32 values the 16 at even k
+  // then the 16 at odd k, zero past count; its scale and scale x (sum of the int8 values).
+  void quantize_block(const float* x, int64_t count, int8_t* dst, float& scale, float& zero) const {
+    float amax = 0.f;
+    for (int64_t k = 0; k < count; ++k) {
+      const float v = x[k] < 0.f ? -x[k] : x[k];
+      amax = amax > v ? amax : v;
+    }
+    scale = amax / 127.f;
+    const float inv = scale > 0.f ? 1.f / scale : 0.f;
+    // Adding then subtracting 1.5 x 2^23 rounds to nearest even (|v| <= 127): no call to nearbyint per value.
+    constexpr float kRound = 12582912.f;
+    int32_t sum = 0;
+    for (int64_t c = 0; c < s_.block; c += 32)
+      for (int64_t i = 0; i < 32; ++i) {
+        const int64_t k = c + i;
+        const float v = k < count ? std::min(std::max(x[k] * inv, -127.f), 127.f) : 0.f;
+        const auto q = static_cast<int8_t>(static_cast<int32_t>((v + kRound) - kRound));
+        dst[c + i / 2 + (i % 2) * 16] = q;
+        sum += q;
+      }
+    zero = scale * static_cast<float>(sum);
   }
 
   // Many rows (a prefill): the GEMM is compute-bound, so each task dequantizes a group of kGroupColumns columns
@@ -263,6 +313,8 @@ class MatMulNBits : public Op {
   std::string label_;
   std::vector<uint8_t> b_;
   std::vector<float> scales_, zeros_, bias_;
+  AlignedVector<uint8_t> packed_;  // with q8_: B, scales and zero points in the q8 kernels' layout (B's own freed)
+  AlignedVector<uint8_t> params_;
   const char* kernel_ = nullptr;
   int64_t accuracy_level_ = 0;
   bool q8_ = false;  // int8 activations (accuracy_level 4)
@@ -270,7 +322,86 @@ class MatMulNBits : public Op {
 
 std::unique_ptr<Op> create_matmul_nbits(const Node& n, const Graph& g) { return std::make_unique<MatMulNBits>(n, g); }
 
+// optim.internal MatMulNBitsGroup (rewrites/matmul_nbits_siblings.cc): MatMulNBits nodes reading one A (a layer's
+// query / key / value projections, its gate and up projections) as one step. With int8 activations A is quantized
+// once for all of them and their columns share one round of tasks on the pool: a decode step's small GEMVs no longer
+// each pay the pool's wake-up and their own quantization of A. Inputs: A, then per part B, scales, zero points, bias
+// ("" when absent); attributes: the parts' common K, bits, block_size, accuracy_level, their N in `Ns` and their
+// node names in `part_names`. One output per part.
+class MatMulNBitsGroup : public Op {
+ public:
+  MatMulNBitsGroup(const Node& n, const Graph& g) : k_(n.attr_i("K", 0)) {
+    const std::vector<int64_t> ns = n.attr_ints("Ns");
+    const std::vector<std::string> names = n.attr_strings("part_names");
+    if (ns.empty() || n.inputs.size() != 1 + 4 * ns.size() || names.size() != ns.size() || n.outputs.size() != ns.size())
+      throw Error(n.label() + ": inputs, Ns, part_names and outputs do not describe the same parts");
+    for (size_t i = 0; i < ns.size(); ++i) {
+      Node part;
+      part.name = names[i];
+      part.op = "MatMulNBits";
+      part.domain = kMsDomain;
+      part.attrs = n.attrs;
+      part.set_attr_i("N", ns[i]);
+      part.inputs = {n.inputs[0], n.inputs[1 + 4 * i], n.inputs[2 + 4 * i], n.inputs[3 + 4 * i], "", n.inputs[4 + 4 * i]};
+      parts_.push_back(std::make_unique<MatMulNBits>(part, g));
+    }
+  }
+
+  void prepare(const kernels::KernelTable& kt) override {
+    q8_ = true;
+    for (auto& p : parts_) {
+      p->prepare(kt);
+      q8_ = q8_ && p->q8();
+    }
+  }
+  std::string kernel_name() const override { return parts_[0]->kernel_name(); }
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    std::vector<Shape> out;
+    for (const auto& p : parts_) out.push_back(p->infer({in[0]})[0]);
+    return out;
+  }
+  size_t scratch_bytes(const std::vector<const Shape*>& in) const override {
+    size_t most = 0;
+    for (const auto& p : parts_) most = std::max(most, p->scratch_bytes({in[0]}));
+    return most;
+  }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    if (!q8_) {  // a part with float activations: each runs as its own node would
+      for (size_t i = 0; i < parts_.size(); ++i) parts_[i]->run(rc, {in[0]}, {out[i]});
+      return;
+    }
+    const int64_t m = in[0].shape->empty() ? 0 : shape_numel(*in[0].shape) / k_;
+    if (m == 0) return;
+    const MatMulNBits::Q8Rows rows = parts_[0]->quantize_rows(rc, in[0].as<float>(), m);  // one K and block for all
+    std::vector<kernels::MatMulNBitsQ8Args> args;
+    std::vector<int64_t> per_task, first_task{0};
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      args.push_back(parts_[i]->q8_args(rows, out[i].as<float>()));
+      per_task.push_back(parts_[i]->columns_per_task(m));
+      first_task.push_back(first_task.back() + (parts_[i]->n() + per_task.back() - 1) / per_task.back());
+    }
+    rc.parallel_for(static_cast<size_t>(first_task.back()), [&](size_t t) {
+      const size_t i = static_cast<size_t>(std::upper_bound(first_task.begin(), first_task.end(), static_cast<int64_t>(t)) - first_task.begin() - 1);
+      const int64_t n0 = (static_cast<int64_t>(t) - first_task[i]) * per_task[i];
+      rc.kernels.matmul_nbits_q8(0, m, n0, std::min(parts_[i]->n(), n0 + per_task[i]), args[i]);
+    });
+  }
+
+ private:
+  int64_t k_;
+  std::vector<std::unique_ptr<MatMulNBits>> parts_;
+  bool q8_ = false;
+};
+
+std::unique_ptr<Op> create_matmul_nbits_group(const Node& n, const Graph& g) {
+  return std::make_unique<MatMulNBitsGroup>(n, g);
+}
+
 }  // namespace
+
+std::unique_ptr<Op> make_matmul_nbits_group(const Node& n, const Graph& g) { return create_matmul_nbits_group(n, g); }
 
 std::vector<OpDef> matmul_nbits_op_defs() {
   OpDef d{"MatMulNBits", 1, 1, check_matmul_nbits, create_matmul_nbits};

@@ -76,6 +76,7 @@ std::vector<size_t> resize_shape_inputs(const Node& node);  // resize.cc
 std::vector<size_t> shape_value_inputs(const Node& node) {
   if (node.domain == kInternalDomain && (node.op == "NhwcResize" || node.op == "QResize" || node.op == "NhwcQResize"))
     return resize_shape_inputs(node);
+  if (node.domain == kInternalDomain && node.op == "GroupAttention") return {4, 5, 6, 7};  // the repeats it checks
   const OpDef* def = onnx_domain(node.domain) ? find_def(node) : nullptr;
   return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
 }

@@ -8,19 +8,11 @@
 namespace optim {
 namespace {
 
-// The value of `name` when it is a float32 scalar constant.
-bool float_scalar(const Graph& g, const std::string& name, float* value) {
-  const Tensor* t = g.constant(name);
-  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) return false;
-  *value = t->data<float>()[0];
-  return true;
-}
-
 // The float32 scalar constant among a binary node's inputs, and the other input.
 bool scalar_operand(const Graph& g, const Node& n, float* value, std::string* other) {
   if (n.inputs.size() != 2) return false;
   for (size_t i = 0; i < 2; ++i) {
-    if (float_scalar(g, n.inputs[i], value)) {
+    if (float_scalar_constant(g, n.inputs[i], value)) {
       *other = n.inputs[1 - i];
       return true;
     }
@@ -43,7 +35,7 @@ size_t fuse_gelu(Graph& g, RewriteContext& ctx) {
     float c = 0.f;
     std::string x;
     if (scale) {
-      if (scale->inputs.size() != 2 || !float_scalar(g, scale->inputs[1], &c) || !near(c, std::sqrt(2.0))) continue;
+      if (scale->inputs.size() != 2 || !float_scalar_constant(g, scale->inputs[1], &c) || !near(c, std::sqrt(2.0))) continue;
       x = scale->inputs[0];
     } else {
       scale = m.produced_by(erf.inputs[0], "Mul");

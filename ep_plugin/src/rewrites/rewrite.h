@@ -36,6 +36,13 @@ inline bool has_dtype(const Graph& g, const std::string& value, DType t) {
   const ValueInfo* v = g.value(value);
   return v && v->dtype == t;
 }
+// The value of `name` when it is a float32 scalar constant (gelu.cc, group_attention.cc).
+inline bool float_scalar_constant(const Graph& g, const std::string& name, float* value) {
+  const Tensor* t = g.constant(name);
+  if (!t || t->dtype != DType::kFloat32 || t->numel() != 1) return false;
+  *value = t->data<float>()[0];
+  return true;
+}
 // Whether n is one of OptimEP's own ops of that type (domain optim.internal: units, channels-last forms).
 inline bool is_internal_op(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
 
@@ -93,5 +100,7 @@ size_t fold_luts_into_units(Graph& g, RewriteContext& ctx);                  // 
 size_t fold_dequantize_into_pools(Graph& g, RewriteContext& ctx);            // dequantize_pool.cc
 size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx);            // dequantize_fold.cc
 size_t view_tokens_as_maps(Graph& g, RewriteContext& ctx);                   // token_grid.cc
+size_t fuse_group_attention(Graph& g, RewriteContext& ctx);                  // group_attention.cc
+size_t group_matmul_nbits_siblings(Graph& g, RewriteContext& ctx);           // matmul_nbits_siblings.cc
 
 }  // namespace optim

@@ -40,6 +40,8 @@ const std::vector<Rewrite>& rewrite_list() {
         {"qdq_adds", "a QAdd takes its operands' DequantizeLinears"}}},
       {"gelu", fuse_gelu, {{"constant_dequantize", "GELU's constants must be plain weights to be recognised"}}},
       {"activations", fuse_activations, {{"constant_dequantize", "the same, for SiLU / HardSwish"}}},
+      {"group_attention", fuse_group_attention, {{"constant_dequantize", "the scores' scale must be a plain constant"}}},
+      {"matmul_nbits_siblings", group_matmul_nbits_siblings},
       {"qdq_lookup_tables", fold_qdq_lookup_tables,
        {{"qdq_concat", "tables take the requantizations the Concat rewrite leaves"},
         {"gelu", "the float fusions take their patterns first; tables take what remains"},

@@ -1,0 +1,91 @@
+"""Attention over a key / value cache, as decoders export it, runs on OptimEP as one GroupAttention step
+(rewrites/group_attention.cc): grouped-query heads repeated by Unsqueeze / Expand / Reshape, or a cache read as it is
+(one head each); scaled by a Mul or a Div, with or without a mask. On every kernel set the outputs stay within the
+float tolerances of ORT's CPU EP; near misses stay as separate nodes and stay correct."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from helpers import ISAS, assert_close, make_model, run_cpu
+from optim.ep_plugin import placement, session
+
+N = helper.make_node
+RNG = np.random.default_rng(7)
+
+
+def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask=True, axis=2, extra_output=False):
+    """present = Concat(past, new) per K and V (graph outputs, as a decoder's), then softmax(Q K^T * c + mask) V,
+    K and V's heads repeated heads / kv_heads times when they differ."""
+    t = past + s
+    group = heads // kv_heads
+    inputs = {"q": (np.float32, [batch, heads, s, d]), "past_k": (np.float32, [batch, kv_heads, past, d]),
+              "new_k": (np.float32, [batch, kv_heads, s, d]), "past_v": (np.float32, [batch, kv_heads, past, d]),
+              "new_v": (np.float32, [batch, kv_heads, s, d])}
+    consts = {"c": np.array(1 / np.sqrt(d) if scale_op == "Mul" else np.sqrt(d), np.float32)}
+    nodes = [N("Concat", ["past_k", "new_k"], ["present_k"], axis=2), N("Concat", ["past_v", "new_v"], ["present_v"], axis=2)]
+    k, v = "present_k", "present_v"
+    if group > 1:
+        consts.update(axes=np.array([axis], np.int64), expand=np.array([batch, kv_heads, group, t, d], np.int64),
+                      shape=np.array([batch, heads, t, d], np.int64))
+        if axis != 2:
+            consts["expand"] = np.array([batch, group, kv_heads, t, d], np.int64)
+        for name in ("k", "v"):
+            nodes += [N("Unsqueeze", [f"present_{name}", "axes"], [f"u_{name}"]),
+                      N("Expand", [f"u_{name}", "expand"], [f"e_{name}"]),
+                      N("Reshape", [f"e_{name}", "shape"], [f"r_{name}"])]
+        k, v = "r_k", "r_v"
+    nodes += [N("Transpose", [k], ["kt"], perm=[0, 1, 3, 2]), N("MatMul", ["q", "kt"], ["scores"]),
+              N(scale_op, ["scores", "c"], ["scaled"])]
+    logits = "scaled"
+    if mask:
+        inputs["mask"] = (np.float32, [batch, 1, s, t])
+        nodes.append(N("Add", ["scaled", "mask"], ["masked"]))
+        logits = "masked"
+    nodes += [N("Softmax", [logits], ["p"], axis=-1), N("MatMul", ["p", v], ["y"])]
+    outputs = ["y", "present_k", "present_v"] + (["scores"] if extra_output else [])
+    return make_model(nodes, inputs, outputs, consts, opset=18), inputs
+
+
+def _feeds(inputs):
+    feeds = {name: RNG.standard_normal(shape).astype(np.float32) for name, (_, shape) in inputs.items()}
+    if "mask" in feeds:  # a causal mask as exporters write it: 0 where visible, the float minimum where not
+        batch, _, s, t = inputs["mask"][1]
+        visible = np.arange(t)[None, :] <= (t - s + np.arange(s))[:, None]
+        feeds["mask"] = np.broadcast_to(np.where(visible, 0, np.finfo(np.float32).min), (batch, 1, s, t)).astype(np.float32)
+    return feeds
+
+
+CASES = [  # (batch, heads, kv heads, S, past, D, scale op, mask)
+    (2, 6, 2, 1, 13, 20, "Mul", True),   # grouped-query decode step, D not a multiple of the vector width
+    (1, 4, 2, 5, 3, 16, "Mul", True),    # a prefill after a past: causal mask rows
+    (1, 4, 4, 1, 39, 64, "Div", False),  # one head per cache head (GPT-2 style), 40 positions: 8-row groups + tail
+    (2, 8, 1, 2, 30, 32, "Mul", True),   # multi-query (one cache head for all)
+]
+
+
+@pytest.mark.parametrize("batch, heads, kv_heads, s, past, d, scale_op, mask", CASES)
+def test_cached_attention_runs_as_one_step_on_every_isa(batch, heads, kv_heads, s, past, d, scale_op, mask):
+    model, inputs = _attention_model(batch, heads, kv_heads, s, past, d, scale_op=scale_op, mask=mask)
+    feeds = _feeds(inputs)
+    want = run_cpu(model, feeds)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        assert placement(sess).rewrites.get("group_attention") == 1, placement(sess).rewrites
+        for got, ref, name in zip(sess.run(None, feeds), want, ("y", "present_k", "present_v")):
+            assert_close(got, ref, what=f"{name} on {isa}")
+
+
+@pytest.mark.parametrize("variant", ["scores_are_an_output", "heads_repeated_on_another_axis"])
+def test_near_misses_stay_separate_and_correct(variant):
+    if variant == "scores_are_an_output":
+        model, inputs = _attention_model(1, 4, 2, 1, 7, 16, extra_output=True)
+    else:  # [B, G, Hkv, T, D]: query head h reads cache head h % Hkv, not h / G
+        model, inputs = _attention_model(1, 4, 2, 1, 7, 16, axis=1)
+    feeds = _feeds(inputs)
+    sess = session(model, fallback=False)
+    assert "group_attention" not in placement(sess).rewrites
+    for got, ref in zip(sess.run(None, feeds), run_cpu(model, feeds)):
+        assert_close(got, ref, what=variant)
