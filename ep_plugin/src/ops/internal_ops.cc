@@ -30,7 +30,7 @@ std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
 std::unique_ptr<Op> create_qresize(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_qresize(const Node&, const Graph&);
 std::unique_ptr<Op> create_group_attention(const Node&, const Graph&);  // group_attention.cc
-std::unique_ptr<Op> make_matmul_nbits_group(const Node&, const Graph&);  // matmul_nbits.cc
+std::unique_ptr<Op> make_matmul_nbits_group(const Node&, const Graph&);  // matmul_nbits_group.cc
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
