@@ -34,13 +34,14 @@ from optim.llm import CausalLM, generate
 from run import HERE, _replace_between
 
 MARKERS = ("<!-- llm:begin -->", "<!-- llm:end -->")
+DEFAULT_MODELS = "llama_0_1b"
 # Weight formats: bits, and whether activations are quantized to int8 at run time (accuracy_level 4).
 FORMATS = {"int4": (4, False), "int8": (8, False), "int4-a8": (4, True)}
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="llama_0_1b", help="comma-separated optim.models.LLM names")
+    ap.add_argument("--models", default=DEFAULT_MODELS, help="comma-separated optim.models.LLM names")
     ap.add_argument("--batch", default="1,8")
     ap.add_argument("--prompt", default="128", help="comma-separated prompt lengths")
     ap.add_argument("--decode", type=int, default=32, help="decode steps per run")
@@ -188,9 +189,12 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine, "bandwidth": bandwidth, "rows": rows,
                                                "serving": serving}, indent=2))
-    if not args.no_markdown:  # a run with other kernels has markers (and a section) of its own
-        markers = MARKERS if args.isa == "auto" else tuple(m.replace("llm:", f"llm-{args.isa}:") for m in MARKERS)
-        heading = "Generative LMs (issue 30)" + ("" if args.isa == "auto" else f", OptimEP's kernels forced to {args.isa}")
+    if not args.no_markdown:  # a run with other kernels or models has markers (and a section) of its own
+        tag = "-".join(([] if args.models == DEFAULT_MODELS else [args.models.replace(",", "-")]) +
+                       ([] if args.isa == "auto" else [args.isa]))
+        markers = tuple(m.replace("llm:", f"llm-{tag}:") for m in MARKERS) if tag else MARKERS
+        heading = "Generative LMs (issue 30)" + ("" if args.models == DEFAULT_MODELS else f", {args.models}") + \
+                  ("" if args.isa == "auto" else f", OptimEP's kernels forced to {args.isa}")
         doc = HERE / "BENCHMARKS.md"
         doc.write_text(_replace_between(doc.read_text(), markers, table.splitlines(), heading=heading))
     return 0

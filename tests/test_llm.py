@@ -202,6 +202,11 @@ def test_weight_only_int4_runs_on_optimep_and_reports_its_accuracy(exported, nam
     out = tmp_path / f"{name}.int4.onnx"
     result = quantize_weights(exported[name], out, bits=4, block=32)
     assert result.quantized_nodes >= 8 and result.bytes_after < result.bytes_before / 2
+    # The head too, where it is tied to the embedding (GPT-2's reads the table through a Transpose).
+    import onnx
+
+    heads = [n.op_type for n in onnx.load(str(out)).graph.node if "logits" in n.output]
+    assert heads == ["MatMulNBits"], heads
     acc = result.accuracy
     assert acc["kind"] == "causal_lm" and acc["tokens"] == 128
     assert 0.9 < acc["cosine_mean"] <= 1 and 0 <= acc["top1_agreement"] <= 1

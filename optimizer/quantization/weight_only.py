@@ -1,5 +1,6 @@
 """Weight-only quantization (`optim quantize --weights int4|int8`): every MatMul with a constant float weight (and
-every Gemm, rewritten to MatMul + Add first) becomes com.microsoft MatMulNBits with the weights in blocks of
+every Gemm, rewritten to MatMul + Add first; and a head tied to the embedding table, which reads it through a
+Transpose, given its own copy) becomes com.microsoft MatMulNBits with the weights in blocks of
 `block` along K, each with a scale (and a zero point unless symmetric); activations stay float. onnxruntime's
 MatMulNBitsQuantizer writes the nodes, so ONNX Runtime's CPU EP runs the same file as OptimEP does.
 
@@ -96,6 +97,9 @@ def quantize_weights(model: str | os.PathLike, output: str | os.PathLike, bits: 
     rewritten = gemm_as_matmul(proto)
     if rewritten:
         say(f"{rewritten} Gemm node(s) with a constant weight rewritten as MatMul + Add")
+    untied = untie_transposed_weights(proto)
+    if untied:
+        say(f"{untied} MatMul(s) reading a transposed constant (a head tied to the embedding) given their own weight")
     say(f"quantizing MatMul weights to int{bits} in blocks of {block}")
     quantizer = MatMulNBitsQuantizer(proto, bits=bits, block_size=block, is_symmetric=symmetric,
                                      accuracy_level=4 if int8_activations else None,
@@ -112,6 +116,36 @@ def quantize_weights(model: str | os.PathLike, output: str | os.PathLike, bits: 
         accuracy = measure(os.fspath(model), str(staged), text_ids)
     return WeightOnlyResult(os.fspath(output), bits, block, symmetric, counts["MatMulNBits"], counts.get("MatMul", 0),
                             before, _weight_bytes(quantized), time.perf_counter() - start, accuracy, int8_activations)
+
+
+def untie_transposed_weights(model: onnx.ModelProto) -> int:
+    """Gives each MatMul(A, Transpose(W)) with W a 2-D float initializer its own W^T initializer (a language model's
+    head tied to its embedding table, which a Gather reads as it is), so the quantizer, which takes constant weights
+    only, quantizes it too: otherwise the largest matrix of a tied model stays float and decode reads it whole every
+    token. The Transpose goes when nothing else reads it. Returns how many MatMuls."""
+    inits = {t.name: t for t in model.graph.initializer}
+    made = {n.output[0]: n for n in model.graph.node if n.op_type == "Transpose" and n.domain in ("", "ai.onnx")}
+    count, bypassed = 0, []
+    for n in model.graph.node:
+        t = made.get(n.input[1]) if n.op_type == "MatMul" and n.domain in ("", "ai.onnx") else None
+        if t is None or t.input[0] not in inits:
+            continue
+        perm = next((helper.get_attribute_value(a) for a in t.attribute if a.name == "perm"), [1, 0])
+        w = inits[t.input[0]]
+        if list(perm) != [1, 0] or len(w.dims) != 2 or w.data_type != onnx.TensorProto.FLOAT:
+            continue
+        name = t.input[0] + "_t"
+        if name not in inits:
+            inits[name] = numpy_helper.from_array(np.ascontiguousarray(numpy_helper.to_array(w).T), name)
+            model.graph.initializer.append(inits[name])
+        n.input[1] = name
+        bypassed.append(t)
+        count += 1
+    read = {i for n in model.graph.node for i in n.input} | {o.name for o in model.graph.output}
+    for t in bypassed:
+        if t.output[0] not in read and t in model.graph.node:
+            model.graph.node.remove(t)
+    return count
 
 
 def gemm_as_matmul(model: onnx.ModelProto) -> int:

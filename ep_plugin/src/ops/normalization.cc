@@ -1,4 +1,5 @@
-// Normalizations on float32: BatchNormalization (inference), InstanceNormalization, LayerNormalization, Softmax.
+// Normalizations on float32: BatchNormalization (inference), InstanceNormalization, LayerNormalization,
+// RMSNormalization (also what rewrites/rms_norm.cc makes of the exporters' written-out RMSNorm), Softmax.
 #include <algorithm>
 #include <cmath>
 
@@ -28,6 +29,14 @@ double row_sum(const float* __restrict x, int64_t n, float center) {
     s += Power == 2 ? d * d : d;
   }
   return s;
+}
+
+// Elements per normalized row of x: the product of its dims from `axis` on (`what` names the attribute in errors).
+int64_t row_size(const Shape& x, int64_t axis, const char* what) {
+  const int64_t from = normalize_axis(axis, static_cast<int64_t>(x.size()), what);
+  int64_t inner = 1;
+  for (size_t i = static_cast<size_t>(from); i < x.size(); ++i) inner *= x[i];
+  return inner;
 }
 
 // Throws unless inputs 1.. each hold one value per channel (dim 1) of input 0; names[i] names input i.
@@ -118,10 +127,7 @@ class LayerNormImpl : public Op {
     float* y = out[0].as<float>();
     float* mean_out = out.size() > 1 ? out[1].as<float>() : nullptr;
     float* inv_out = out.size() > 2 ? out[2].as<float>() : nullptr;
-    const int64_t tasks = rows * inner > (1 << 15) ? std::min<int64_t>(rows, 64) : 1;
-    rc.parallel_for(static_cast<size_t>(tasks), [&](size_t t) {
-      const int64_t per = (rows + tasks - 1) / tasks;
-      const int64_t r0 = static_cast<int64_t>(t) * per, r1 = std::min(rows, r0 + per);
+    parallel_rows(rc, rows, inner, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * inner;
         float* yr = y + r * inner;
@@ -139,12 +145,43 @@ class LayerNormImpl : public Op {
   }
 
  private:
-  int64_t inner_size(const Shape& x) const {
-    const int64_t axis = normalize_axis(axis_, static_cast<int64_t>(x.size()), "LayerNormalization axis");
-    int64_t inner = 1;
-    for (size_t i = static_cast<size_t>(axis); i < x.size(); ++i) inner *= x[i];
-    return inner;
+  int64_t inner_size(const Shape& x) const { return row_size(x, axis_, "LayerNormalization axis"); }
+  int64_t axis_;
+  float eps_;
+};
+
+// RMSNormalization (opset 23): each row over dims [axis, rank) divided by the root of its mean square (+ epsilon),
+// times scale (one value per normalized element).
+class RmsNormImpl : public Op {
+ public:
+  RmsNormImpl(int64_t axis, float eps) : axis_(axis), eps_(eps) {}
+
+  std::vector<Shape> infer(const std::vector<const Shape*>& in) const override {
+    const Shape& x = *in[0];
+    const int64_t inner = inner_size(x);
+    if (shape_numel(*in[1]) != inner)
+      throw Error("scale " + shape_str(*in[1]) + " does not match the normalized size " + std::to_string(inner) +
+                  " of X " + shape_str(x));
+    return {x};
   }
+
+  void run(const RunContext& rc, const std::vector<TensorRef>& in, const std::vector<TensorOut>& out) const override {
+    const int64_t inner = inner_size(*in[0].shape);
+    const int64_t rows = inner ? in[0].numel() / inner : 0;
+    const float *x = in[0].as<float>(), *scale = in[1].as<float>();
+    float* y = out[0].as<float>();
+    parallel_rows(rc, rows, inner, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = x + r * inner;
+        float* yr = y + r * inner;
+        const float inv = static_cast<float>(1.0 / std::sqrt(row_sum<2>(xr, inner, 0.f) / static_cast<double>(inner) + eps_));
+        for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] * inv * scale[i];
+      }
+    });
+  }
+
+ private:
+  int64_t inner_size(const Shape& x) const { return row_size(x, axis_, "RMSNormalization axis"); }
   int64_t axis_;
   float eps_;
 };
@@ -252,6 +289,11 @@ std::string check_layernorm(const Node& n, const Graph& g) {
   return require_float_inputs(g, n);
 }
 
+std::string check_rmsnorm(const Node& n, const Graph& g) {
+  if (n.attr_i("stash_type", 1) != 1) return "RMSNormalization stash_type other than float32 is not supported";
+  return require_float_inputs(g, n);
+}
+
 std::string check_softmax(const Node& n, const Graph& g) { return require_float(g, n, 0); }
 
 std::string check_instancenorm(const Node& n, const Graph& g) {
@@ -264,6 +306,9 @@ std::unique_ptr<Op> create_batchnorm(const Node& n, const Graph&) {
 }
 std::unique_ptr<Op> create_layernorm(const Node& n, const Graph&) {
   return std::make_unique<LayerNormImpl>(n.attr_i("axis", -1), n.attr_f("epsilon", 1e-5f));
+}
+std::unique_ptr<Op> create_rmsnorm(const Node& n, const Graph&) {
+  return std::make_unique<RmsNormImpl>(n.attr_i("axis", -1), n.attr_f("epsilon", 1e-5f));
 }
 std::unique_ptr<Op> create_instancenorm(const Node& n, const Graph&) {
   return std::make_unique<InstanceNormImpl>(n.attr_f("epsilon", 1e-5f));
@@ -280,6 +325,7 @@ std::vector<OpDef> normalization_op_defs() {
       {"BatchNormalization", 9, 15, check_batchnorm, create_batchnorm},
       {"InstanceNormalization", 6, 22, check_instancenorm, create_instancenorm},
       {"LayerNormalization", 17, 17, check_layernorm, create_layernorm},
+      {"RMSNormalization", 23, 23, check_rmsnorm, create_rmsnorm},
       {"Softmax", 1, 13, check_softmax, create_softmax},
   };
 }

@@ -102,5 +102,6 @@ size_t fold_dequantize_into_gemms(Graph& g, RewriteContext& ctx);            // 
 size_t view_tokens_as_maps(Graph& g, RewriteContext& ctx);                   // token_grid.cc
 size_t fuse_group_attention(Graph& g, RewriteContext& ctx);                  // group_attention.cc
 size_t group_matmul_nbits_siblings(Graph& g, RewriteContext& ctx);           // matmul_nbits_siblings.cc
+size_t fuse_rms_norm(Graph& g, RewriteContext& ctx);                         // rms_norm.cc
 
 }  // namespace optim
