@@ -28,13 +28,15 @@ struct CacheSource {
   const Node* reshape = nullptr;
 };
 
-// `value` as Reshape(Expand(Unsqueeze(cache, [2]))), each read only by the next; else `value` itself as the cache
-// when a Concat makes it (a cache's update); else why not.
-std::string find_cache(const Graph& g, const Matcher& m, const std::string& value, CacheSource* src) {
+// `value` as Reshape(Expand(Unsqueeze(cache, [2]))), each read only by the next (the Reshape by `reader` alone);
+// else `value` itself as the cache when a Concat makes it (a cache's update); else why not.
+std::string find_cache(const Graph& g, const Matcher& m, const std::string& value, const Node* reader,
+                       CacheSource* src) {
   const Node* reshape = m.produced_by(value, "Reshape");
   const Node* expand = reshape ? m.produced_by(reshape->inputs[0], "Expand") : nullptr;
   const Node* unsqueeze = expand ? m.produced_by(expand->inputs[0], "Unsqueeze") : nullptr;
-  if (unsqueeze && m.sole_reader(unsqueeze->outputs[0]) == expand && m.sole_reader(expand->outputs[0]) == reshape) {
+  if (unsqueeze && m.sole_reader(unsqueeze->outputs[0]) == expand && m.sole_reader(expand->outputs[0]) == reshape &&
+      m.sole_reader(value) == reader) {
     const std::vector<int64_t> axes = unsqueeze->since_version >= 13 ? int64_constant(g, unsqueeze->inputs.size() > 1 ? unsqueeze->inputs[1] : "")
                                                                      : unsqueeze->attr_ints("axes");
     if (axes != std::vector<int64_t>{2}) return "the head repeat unsqueezes another axis than 2";
@@ -91,8 +93,8 @@ size_t fuse_group_attention(Graph& g, RewriteContext& ctx) {
     }
     if (!has_dtype(g, qk->inputs[0], DType::kFloat32)) continue;
     CacheSource keys, values;
-    std::string why = find_cache(g, m, transpose->inputs[0], &keys);
-    if (why.empty()) why = find_cache(g, m, pv->inputs[1], &values);
+    std::string why = find_cache(g, m, transpose->inputs[0], transpose, &keys);
+    if (why.empty()) why = find_cache(g, m, pv->inputs[1], pv, &values);
     if (why.empty() && (keys.expand == nullptr) != (values.expand == nullptr))
       why = "one of K and V has its heads repeated, the other not";
     if (!why.empty()) {
