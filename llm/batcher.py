@@ -198,7 +198,7 @@ class ContinuousBatcher:
         if self._batch is None:
             self._batch, self._logits, self._rows = batch, logits, joining
             return
-        self._batch = _stack(self._batch, batch)
+        self._batch = self._batch.stacked(batch)
         self._logits = np.concatenate([self._logits, logits], axis=0)
         self._rows += joining
 
@@ -230,25 +230,5 @@ class ContinuousBatcher:
         self._rows = [self._rows[i] for i in rows]
         if not rows:
             return
-        b = self._batch
-        mask = b.mask[rows]
-        first = int(np.argmax(mask.any(axis=0)))  # leading columns every remaining row pads
-        b.mask = mask[:, first:]
-        b.cache = {k: v[rows][:, :, first:] for k, v in b.cache.items()}
-
-
-def _stack(a: Batch, b: Batch) -> Batch:
-    """Two batches as one: the shorter's mask and cache left-padded to the longer's length, rows of a then b."""
-    length = max(a.length, b.length)
-
-    def pad(batch: Batch) -> Batch:
-        extra = length - batch.length
-        if extra == 0:
-            return batch
-        mask = np.concatenate([np.zeros((batch.mask.shape[0], extra), np.int64), batch.mask], axis=1)
-        cache = {k: np.concatenate([np.zeros((*v.shape[:2], extra, v.shape[3]), v.dtype), v], axis=2)
-                 for k, v in batch.cache.items()}
-        return Batch(mask, cache)
-
-    a, b = pad(a), pad(b)
-    return Batch(np.concatenate([a.mask, b.mask]), {k: np.concatenate([a.cache[k], b.cache[k]]) for k in a.cache})
+        first = int(np.argmax(self._batch.mask[rows].any(axis=0)))  # leading columns every remaining row pads
+        self._batch.keep(rows, first)

@@ -219,7 +219,7 @@ def test_weight_only_int4_runs_on_optimep_and_reports_its_accuracy(exported, nam
     mask = np.ones_like(ids)
     feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": np.arange(ids.shape[1])[None],
              **{n: np.zeros((1, model.info.kv_heads, 0, model.info.head_dim), np.float32) for n in model.info.cache_names()}}
-    ours = model.session.run(["logits"], feeds)[0]
+    ours = model.start(ids.tolist(), every_position=True)[1]
     ref = cpu_session(str(out), optimization="disable").run(["logits"], feeds)[0]
     assert np.abs(ours - ref).max() <= 1e-4 * max(1.0, float(np.abs(ref).max()))
     rows, _ = generate(model, [ByteTokenizer().encode("Hi")], max_new_tokens=8, eos=False)
@@ -267,3 +267,65 @@ def test_int8_activations_are_written_measured_and_run(exported, tmp_path):
     assert len(rows[0].token_ids) == 4
     plain_accuracy = quantize_weights(exported["llama_tiny"], plain, bits=4, block=32).accuracy
     assert abs(plain_accuracy["cosine_mean"] - result.accuracy["cosine_mean"]) < 0.01
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_the_cache_is_kept_in_place_and_generates_what_a_copied_cache_does(exported, name):
+    """On OptimEP each cache lives in one buffer, past and present bound to it (llm/cache_layout.py): the attention
+    reads it where it lies (one GroupAttention per layer, no Transpose back) and the tokens are those of the cache
+    copied each step as the file has it."""
+    from optim.ep_plugin import placement
+
+    in_place = CausalLM(exported[name], threads=1)
+    copied = CausalLM(exported[name], threads=1, in_place_cache=False)
+    assert in_place.in_place_cache and not copied.in_place_cache
+    report = placement(in_place.session)
+    assert report.rewrites.get("group_attention") == 2, report.rewrites
+    assert not [s for steps in report.compiled.values() for s in steps if "to_batch_first" in s]
+    prompts = [ByteTokenizer().encode(p) for p in PROMPTS]
+    batches, logits = zip(*(m.start(prompts) for m in (in_place, copied)))
+    buffer = batches[0].cache["past_key_values.0.key"]
+    for step in range(60):  # past the first buffer's capacity: it grows, keeping what it held
+        np.testing.assert_allclose(logits[0], logits[1], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+        tokens = logits[1].argmax(-1)
+        logits = [m.step(b, tokens) for m, b in zip((in_place, copied), batches)]
+    grown = batches[0].cache["past_key_values.0.key"]
+    assert grown.shape[0] > buffer.shape[0] >= len(PROMPTS[0]) and batches[0].length == batches[1].length
+    for key in batches[1].cache:
+        np.testing.assert_allclose(batches[0].cache_view(key), batches[1].cache[key], rtol=1e-4, atol=1e-5)
+
+
+def test_batch_rows_leave_and_join_alike_in_both_cache_layouts():
+    """Batch.keep / stacked (what the continuous batcher does between steps) give the same cache either way."""
+    from optim.llm.model import Batch
+
+    rng = np.random.default_rng(1)
+    mask = np.array([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1]], np.int64)
+    cache = {"past_key_values.0.key": rng.standard_normal((3, 2, 5, 4)).astype(np.float32)}
+    batch_first = Batch(mask, dict(cache))
+    spare = np.zeros((9, 3, 2, 4), np.float32)  # a buffer with room beyond the 5 positions
+    spare[:5] = cache["past_key_values.0.key"].transpose(2, 0, 1, 3)
+    sequence_first = Batch(mask.copy(), {"past_key_values.0.key": spare}, sequence_first=True)
+    other = Batch(np.ones((1, 2), np.int64), {"past_key_values.0.key": np.ones((1, 2, 2, 4), np.float32)})
+    other_sf = Batch(np.ones((1, 2), np.int64), {"past_key_values.0.key": np.ones((2, 1, 2, 4), np.float32)},
+                     sequence_first=True)
+    for b, joining in ((batch_first, other), (sequence_first, other_sf)):
+        b.keep([0, 2], 1)
+    a, b = batch_first.stacked(other), sequence_first.stacked(other_sf)
+    assert a.length == b.length == 4 and a.mask.tolist() == b.mask.tolist()
+    np.testing.assert_array_equal(a.cache_view("past_key_values.0.key"), b.cache_view("past_key_values.0.key"))
+
+
+def test_a_cache_read_elsewhere_is_copied_each_step(exported, tmp_path):
+    """A graph whose past is read by more than its update (here: an extra output of it) keeps the exported layout,
+    silently by default, with the reason when the in-place cache was asked for."""
+    import onnx
+
+    model = onnx.load(str(exported["llama_tiny"]))
+    model.graph.node.append(onnx.helper.make_node("Identity", ["past_key_values.0.key"], ["past_copy"]))
+    model.graph.output.append(onnx.helper.make_tensor_value_info("past_copy", onnx.TensorProto.FLOAT, None))
+    path = tmp_path / "read_elsewhere.onnx"
+    onnx.save(model, str(path))
+    assert not CausalLM(path, threads=1).in_place_cache
+    with pytest.raises(UserError, match="read by Identity"):
+        CausalLM(path, threads=1, in_place_cache=True)

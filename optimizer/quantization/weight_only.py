@@ -228,16 +228,9 @@ def _all_logits(model, ids: list[int]) -> np.ndarray:
     """Next-token logits at every position of `ids` [len, vocab], teacher-forced: the first half in one prefill, the
     rest one decode step per token, so both of the model's paths are measured (OptimEP's MatMulNBits runs a prefill
     on dequantized weights and decode rows on the codes, with int8 activations at accuracy_level 4)."""
-    from optim.llm.info import positions
-    from optim.llm.model import Batch
-
     half = max(1, len(ids) // 2)
-    mask = np.ones((1, half), np.int64)
-    feeds = {"input_ids": np.array([ids[:half]], np.int64), "attention_mask": mask, "position_ids": positions(mask, half),
-             **model.info.empty_cache(1)}
-    out = model.session.run(None, feeds)
-    rows = [out[0][0]]
-    batch = Batch(mask, dict(zip(model.info.cache_names(), out[1:])))
+    batch, prefill = model.start([ids[:half]], every_position=True)
+    rows = [prefill[0]]
     for token in ids[half:]:
         rows.append(model.step(batch, np.array([token], np.int64)))
     return np.concatenate(rows)

@@ -16,24 +16,36 @@ N = helper.make_node
 RNG = np.random.default_rng(7)
 
 
-def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask=True, axis=2, extra_output=False):
+def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask=True, axis=2, extra_output=False,
+                     sequence_first=False):
     """present = Concat(past, new) per K and V (graph outputs, as a decoder's), then softmax(Q K^T * c + mask) V,
-    K and V's heads repeated heads / kv_heads times when they differ."""
+    K and V's heads repeated heads / kv_heads times when they differ. sequence_first: the caches [T, B, Hkv, D], as
+    llm/cache_layout.py makes them (the new rows transposed to them, the present transposed back for the product)."""
     t = past + s
     group = heads // kv_heads
-    inputs = {"q": (np.float32, [batch, heads, s, d]), "past_k": (np.float32, [batch, kv_heads, past, d]),
-              "new_k": (np.float32, [batch, kv_heads, s, d]), "past_v": (np.float32, [batch, kv_heads, past, d]),
+    past_shape = [past, batch, kv_heads, d] if sequence_first else [batch, kv_heads, past, d]
+    inputs = {"q": (np.float32, [batch, heads, s, d]), "past_k": (np.float32, past_shape),
+              "new_k": (np.float32, [batch, kv_heads, s, d]), "past_v": (np.float32, past_shape),
               "new_v": (np.float32, [batch, kv_heads, s, d])}
     consts = {"c": np.array(1 / np.sqrt(d) if scale_op == "Mul" else np.sqrt(d), np.float32)}
-    nodes = [N("Concat", ["past_k", "new_k"], ["present_k"], axis=2), N("Concat", ["past_v", "new_v"], ["present_v"], axis=2)]
-    k, v = "present_k", "present_v"
+    if sequence_first:
+        nodes = []
+        for name in ("k", "v"):
+            nodes += [N("Transpose", [f"new_{name}"], [f"rows_{name}"], perm=[2, 0, 1, 3]),
+                      N("Concat", [f"past_{name}", f"rows_{name}"], [f"present_{name}"], axis=0),
+                      N("Transpose", [f"present_{name}"], [f"cache_{name}"], perm=[1, 2, 0, 3])]
+        k, v = "cache_k", "cache_v"
+    else:
+        nodes = [N("Concat", ["past_k", "new_k"], ["present_k"], axis=2),
+                 N("Concat", ["past_v", "new_v"], ["present_v"], axis=2)]
+        k, v = "present_k", "present_v"
     if group > 1:
         consts.update(axes=np.array([axis], np.int64), expand=np.array([batch, kv_heads, group, t, d], np.int64),
                       shape=np.array([batch, heads, t, d], np.int64))
         if axis != 2:
             consts["expand"] = np.array([batch, group, kv_heads, t, d], np.int64)
-        for name in ("k", "v"):
-            nodes += [N("Unsqueeze", [f"present_{name}", "axes"], [f"u_{name}"]),
+        for name, cache in (("k", k), ("v", v)):
+            nodes += [N("Unsqueeze", [cache, "axes"], [f"u_{name}"]),
                       N("Expand", [f"u_{name}", "expand"], [f"e_{name}"]),
                       N("Reshape", [f"e_{name}", "shape"], [f"r_{name}"])]
         k, v = "r_k", "r_v"
@@ -49,12 +61,16 @@ def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask
     return make_model(nodes, inputs, outputs, consts, opset=18), inputs
 
 
-def _feeds(inputs):
+def _feeds(inputs, left_padding=0, hidden=np.finfo(np.float32).min):
+    """Random inputs; a causal mask as exporters write it (0 where visible, `hidden` where not), the first
+    `left_padding` positions of the last row hidden too."""
     feeds = {name: RNG.standard_normal(shape).astype(np.float32) for name, (_, shape) in inputs.items()}
-    if "mask" in feeds:  # a causal mask as exporters write it: 0 where visible, the float minimum where not
+    if "mask" in feeds:
         batch, _, s, t = inputs["mask"][1]
         visible = np.arange(t)[None, :] <= (t - s + np.arange(s))[:, None]
-        feeds["mask"] = np.broadcast_to(np.where(visible, 0, np.finfo(np.float32).min), (batch, 1, s, t)).astype(np.float32)
+        mask = np.broadcast_to(np.where(visible, 0, hidden), (batch, 1, s, t)).astype(np.float32).copy()
+        mask[-1, :, :, :left_padding] = hidden
+        feeds["mask"] = mask
     return feeds
 
 
@@ -74,6 +90,32 @@ def test_cached_attention_runs_as_one_step_on_every_isa(batch, heads, kv_heads, 
     for isa in ISAS:
         sess = session(model, fallback=False, isa=isa)
         assert placement(sess).rewrites.get("group_attention") == 1, placement(sess).rewrites
+        for got, ref, name in zip(sess.run(None, feeds), want, ("y", "present_k", "present_v")):
+            assert_close(got, ref, what=f"{name} on {isa}")
+
+
+SEQUENCE_FIRST_CASES = CASES + [  # + (left padding, hidden value)
+    (1, 14, 2, 1, 299, 64, "Mul", True),  # a long decode step: the cache in three chunks joined by their maxima
+    (2, 4, 2, 1, 400, 16, "Mul", True),   # the last row's first chunks wholly padding: float minimum ...
+]
+
+
+@pytest.mark.parametrize("batch, heads, kv_heads, s, past, d, scale_op, mask", SEQUENCE_FIRST_CASES)
+@pytest.mark.parametrize("hidden", [np.finfo(np.float32).min, -np.inf])
+def test_sequence_first_cache_is_read_where_it_lies(batch, heads, kv_heads, s, past, d, scale_op, mask, hidden):
+    """The caches [T, B, Hkv, D] (llm/cache_layout.py): the Transposes back to [B, Hkv, T, D] are taken into the
+    step; decode steps (S = 1) run chunk by chunk, prefills on a batch-first copy; masked chunks (wholly padding,
+    -inf or the float minimum) add nothing."""
+    model, inputs = _attention_model(batch, heads, kv_heads, s, past, d, scale_op=scale_op, mask=mask,
+                                     sequence_first=True)
+    feeds = _feeds(inputs, left_padding=min(past, 260), hidden=hidden)
+    want = run_cpu(model, feeds)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        p = placement(sess)
+        assert p.rewrites.get("group_attention") == 1, p.rewrites
+        transposes = [step for steps in p.compiled.values() for step in steps if step.startswith("Transpose")]
+        assert len(transposes) == 2, f"only the new rows' Transposes stay steps: {transposes}"
         for got, ref, name in zip(sess.run(None, feeds), want, ("y", "present_k", "present_v")):
             assert_close(got, ref, what=f"{name} on {isa}")
 

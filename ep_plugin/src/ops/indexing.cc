@@ -132,7 +132,10 @@ class ConcatImpl : public Op {
         size_t i = 0;
         while (r >= start[i] + block[i]) ++i;  // the input whose block holds byte r of the row (empty ones skipped)
         const size_t len = std::min(end - pos, start[i] + block[i] - r);
-        std::memcpy(dst + pos, src[i] + row * block[i] + (r - start[i]), len);
+        const uint8_t* from = src[i] + row * block[i] + (r - start[i]);
+        // An input already where the output wants it (a KV cache whose past and present share one buffer, bound
+        // so by the caller) is not copied onto itself.
+        if (from != dst + pos) std::memcpy(dst + pos, from, len);
         pos += len;
       }
     });
