@@ -2,9 +2,14 @@
 activations: accuracy_level 4) from the same Hugging Face weights as optim's export, timed in a child process, so a
 missing package, a failed build or a crash is a note in the table, never the benchmark's end.
 
-    .venv/bin/python benchmarks/genai_peer.py FOLDER --batch 1 --prompt 128 --decode 32 --runs 3 --threads 2
+The child (Peer) loads the model once and answers one timed run per request, so that llm.py interleaves GenAI's runs
+with OptimEP's and the CPU EP's: on a host whose speed drifts over minutes, runs taken in turn compare like with
+like, where a block of runs after the others did not (the same configuration measured 222 and 278 tok/s).
 
-(the child's command line) prints one JSON object: prefill and decode tokens/s, medians over the runs.
+    .venv/bin/python benchmarks/genai_peer.py FOLDER --threads 2
+
+(the child's command line) reads JSON requests {"batch", "prompt", "steps", "seed"} from stdin, one per line, and
+answers each with {"prefill_s", "decode_s"} (or {"error"}); its first line says {"version"} once the model is loaded.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
+import select
 import subprocess
 import sys
 import time
@@ -58,18 +63,54 @@ def _save_placeholder_tokenizer(folder: Path) -> None:
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>").save_pretrained(folder)
 
 
-def measure(folder: Path, batch: int, prompt: int, steps: int, runs: int, threads: int) -> dict:
-    """Runs this file on `folder` in a child process: its JSON result, or {"error": why}."""
-    cmd = [sys.executable, __file__, str(folder), "--batch", str(batch), "--prompt", str(prompt), "--decode", str(steps),
-           "--runs", str(runs), "--threads", str(threads)]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"error": f"ONNX Runtime GenAI did not finish in {TIMEOUT_S} s"}
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        return {"error": f"ONNX Runtime GenAI failed (exit {done.returncode}): {tail[0]}"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+class Peer:
+    """GenAI in a child process, `folder`'s model loaded once; run() times one prefill + decode there. A child that
+    fails or dies makes `error` say why; run() then returns None."""
+
+    def __init__(self, folder: Path, threads: int):
+        self.error = ""
+        self.version = ""
+        self._proc = subprocess.Popen([sys.executable, __file__, str(folder), "--threads", str(threads)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = self._answer()
+        if first is not None:
+            self.version = first.get("version", "")
+
+    def run(self, batch: int, prompt: int, steps: int, seed: int) -> tuple[float, float] | None:
+        if self.error:
+            return None
+        try:
+            self._proc.stdin.write(json.dumps({"batch": batch, "prompt": prompt, "steps": steps, "seed": seed}) + "\n")
+            self._proc.stdin.flush()
+        except OSError as e:
+            self._fail(f"ONNX Runtime GenAI's child is gone ({e})")
+            return None
+        got = self._answer()
+        return None if got is None else (got["prefill_s"], got["decode_s"])
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+
+    def _answer(self) -> dict | None:
+        ready, _, _ = select.select([self._proc.stdout], [], [], TIMEOUT_S)
+        line = self._proc.stdout.readline() if ready else ""
+        if not line:
+            why = "did not answer in time" if not ready else f"exited ({self._proc.poll()})"
+            self._fail(f"ONNX Runtime GenAI {why}")
+            return None
+        got = json.loads(line)
+        if "error" in got:
+            self._fail(f"ONNX Runtime GenAI failed: {got['error']}")
+            return None
+        return got
+
+    def _fail(self, why: str) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        tail = self._proc.stderr.read().strip().splitlines()[-1:] if self._proc.stderr else []
+        self.error = why + (f": {tail[0]}" if tail else "")
 
 
 def _set_threads(folder: Path, threads: int) -> None:
@@ -103,10 +144,6 @@ def _one_run(og, model, vocab: int, batch: int, prompt: int, steps: int, seed: i
 def _child(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder")
-    ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--prompt", type=int, default=128)
-    ap.add_argument("--decode", type=int, default=32)
-    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
     import onnxruntime_genai as og
@@ -115,12 +152,18 @@ def _child(argv=None) -> int:
     _set_threads(folder, args.threads)
     vocab = json.loads((folder / "genai_config.json").read_text())["model"]["vocab_size"]
     model = og.Model(str(folder))
-    _one_run(og, model, vocab, args.batch, args.prompt, 2, 0)  # warm-up
-    times = [_one_run(og, model, vocab, args.batch, args.prompt, args.decode, r) for r in range(args.runs)]
-    pre = statistics.median(t[0] for t in times)
-    dec = statistics.median(t[1] for t in times)
-    print(json.dumps({"version": og.__version__, "prefill_tok_s": args.batch * args.prompt / pre,
-                      "decode_tok_s": args.batch * args.decode / dec, "decode_ms_per_step": dec / args.decode * 1e3}))
+    print(json.dumps({"version": og.__version__}), flush=True)
+    warmed = set()
+    for line in sys.stdin:
+        try:
+            r = json.loads(line)
+            if (r["batch"], r["prompt"]) not in warmed:  # a first run of each shape, untimed
+                _one_run(og, model, vocab, r["batch"], r["prompt"], 2, 0)
+                warmed.add((r["batch"], r["prompt"]))
+            prefill, decode = _one_run(og, model, vocab, r["batch"], r["prompt"], r["steps"], r["seed"])
+            print(json.dumps({"prefill_s": prefill, "decode_s": decode}), flush=True)
+        except Exception as e:  # noqa: BLE001 - the parent reports it
+            print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)
     return 0
 
 

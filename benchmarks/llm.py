@@ -3,16 +3,17 @@ int4 / int8, side by side in one process (alternating per configuration); for in
 
     .venv/bin/python benchmarks/llm.py [--models llama_0_1b] [--batch 1,8] [--prompt 128] [--decode 32]
         [--precisions fp32,int4,int4-a8,int8] [--runs 3] [--threads 2] [--isa auto] [--requests 16] [--max-batch 8]
-        [--no-genai] [--json out.json] [--no-markdown]
+        [--no-genai] [--copied-cache] [--json out.json] [--no-markdown]
 
 Each model (optim.models.LLM, random weights) is exported with its KV cache and quantized weight-only (blocks of 32,
-with zero points; int4-a8: int8 activations at run time, accuracy_level 4) by optim's own library, the files cached in benchmarks/.cache/llm/. A run: a prefill of `--prompt`
+with zero points; int4-a8: int8 activations at run time, accuracy_level 4) by optim's own library, the files
+cached in benchmarks/.cache/llm/. A run: a prefill of `--prompt`
 random tokens per row, then `--decode` greedy steps (end ids ignored); prefill tokens/s = batch x prompt / prefill
 time, decode tokens/s = batch x steps / decode time; medians over --runs. Then continuous batching on OptimEP:
 --requests requests at once through optim.llm.batcher, one at a time vs --max-batch at a time. ONNX Runtime GenAI
 (genai_peer.py: its model builder's int4 model of the same weights, symmetric blocks of 32, int8 activations) runs
-each int4-a8 configuration in a child process after OptimEP's and the CPU EP's runs; a failure there is a note under
-the table. Rewrites the tables between the llm markers in BENCHMARKS.md with the command and the machine.
+each int4-a8 configuration in a child process, its runs in turn with OptimEP's and the CPU EP's; a failure there is
+a note under the table. Rewrites the tables between the llm markers in BENCHMARKS.md with the command and the machine.
 """
 
 from __future__ import annotations
@@ -87,13 +88,21 @@ def prepare(name: str, precision: str, cache: Path) -> Path:
     return path
 
 
-def _genai(name: str, cache: Path, batch: int, prompt: int, args) -> dict:
-    """ONNX Runtime GenAI's prefill / decode rates for this configuration, or {"error": why}."""
+def _genai_peer(name: str, cache: Path, args) -> genai_peer.Peer | str:
+    """ONNX Runtime GenAI's model of `name` loaded in its child process, or why not."""
     try:
         folder = genai_peer.build(name, cache)
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
-        return {"error": str(e)}
-    return genai_peer.measure(folder, batch, prompt, args.decode, args.runs, args.threads)
+        return str(e)
+    peer = genai_peer.Peer(folder, args.threads)
+    return peer.error or peer
+
+
+def _rates(times: list[tuple[float, float]], batch: int, prompt: int, steps: int) -> dict:
+    pre = statistics.median(x[0] for x in times)
+    dec = statistics.median(x[1] for x in times)
+    return {"prefill_tok_s": batch * prompt / pre, "decode_tok_s": batch * steps / dec,
+            "decode_ms_per_step": dec / steps * 1e3}
 
 
 def step_weight_bytes(path: Path) -> int:
@@ -161,26 +170,32 @@ def main(argv=None) -> int:
             models = {"optim": CausalLM(path, threads=args.threads, isa=_isa(args),
                                         in_place_cache=False if args.copied_cache else None),
                       "cpu": CausalLM(path, runtime="cpu", threads=args.threads)}
+            peer = _genai_peer(name, cache, args) if precision == "int4-a8" and not args.no_genai else None
             for batch in map(int, args.batch.split(",")):
                 for prompt in map(int, args.prompt.split(",")):
                     times = {rt: [] for rt in models}
+                    genai_times = []
                     for rt, m in models.items():  # warm-up
                         time_one(m, batch, prompt, 2, 0)
-                    for r in range(args.runs):
+                    for r in range(args.runs):  # the runtimes in turn, GenAI's run after them
                         for rt, m in models.items():
                             times[rt].append(time_one(m, batch, prompt, args.decode, r))
+                        if isinstance(peer, genai_peer.Peer):
+                            genai_times.append(peer.run(batch, prompt, args.decode, r))
                     row = {"model": name, "precision": precision, "batch": batch, "prompt": prompt,
                            "decode_steps": args.decode, "file_mib": path.stat().st_size / 2**20,
                            "step_weight_bytes": step_weight_bytes(path)}
                     for rt, t in times.items():
-                        pre = statistics.median(x[0] for x in t)
-                        dec = statistics.median(x[1] for x in t)
-                        row[rt] = {"prefill_tok_s": batch * prompt / pre, "decode_tok_s": batch * args.decode / dec,
-                                   "decode_ms_per_step": dec / args.decode * 1e3}
-                    if precision == "int4-a8" and not args.no_genai:
-                        row["genai"] = _genai(name, cache, batch, prompt, args)
+                        row[rt] = _rates(t, batch, prompt, args.decode)
+                    if isinstance(peer, str):
+                        row["genai"] = {"error": peer}
+                    elif peer is not None:
+                        row["genai"] = ({"error": peer.error} if peer.error else
+                                        {**_rates(genai_times, batch, prompt, args.decode), "version": peer.version})
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr)
+            if isinstance(peer, genai_peer.Peer):
+                peer.close()
     serving = serving_rows(args, cache)
     machine = (f"{cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; {args.threads} intra-op "
                f"threads; OptimEP's kernels: {args.isa}; memory read bandwidth (bandwidth.cc, {args.threads} threads) "
@@ -233,8 +248,8 @@ def render(rows: list[dict], machine: str, command: str, args) -> str:
     versions = {r["genai"]["version"] for r in rows if "version" in (r.get("genai") or {})}
     if versions:
         lines += ["", f"GenAI: onnxruntime-genai {', '.join(sorted(versions))}, its model builder's int4 CPU model of the "
-                  "same weights (symmetric blocks of 32, int8 activations: accuracy_level 4), in a child process after "
-                  "the other two."]
+                  "same weights (symmetric blocks of 32, int8 activations: accuracy_level 4), in a child process that "
+                  "loads it once; its runs taken in turn with the other two (each run: OptimEP, CPU EP, GenAI)."]
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

@@ -1,58 +1,55 @@
 """A causal LM exported by `optim export` (exporter/causal_lm.py) as a session with its KV cache: prefill a batch
 of prompts, then one token per row per step.
 
-On OptimEP the cache is kept in place (llm/cache_layout.py): the graph is given to the session with its caches
-sequence-first, and each cache lives in one growing buffer whose first `past` rows are bound as the past and first
-`past + sequence` rows as the present, so a step writes only its new rows. On the CPU EP (or in_place_cache=False)
-each step's presents are new arrays, as the file is written.
+On OptimEP the cache is kept in place (llm/cache_layout.py): the session gets the graph with each cache a buffer of
+fixed capacity, [batch, kv_heads, capacity, head_dim], bound as both the past and the present, so a step writes only
+its new rows and binds only its small inputs (the buffers are bound again when they grow, doubling). On the CPU EP
+(or in_place_cache=False) each step's presents are new arrays, as the file is written.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 
 from optim.common.errors import UserError
 
-from .cache_layout import LayoutError, sequence_first
+from .cache_layout import CACHE_WRITE_INDICES, LayoutError, fixed_capacity, write_indices
 from .info import positions, read_info
 
 log = logging.getLogger("optim.llm")
 
-MIN_CACHE_CAPACITY = 64  # rows a sequence-first cache buffer holds at least (it doubles when full)
+MIN_CACHE_CAPACITY = 64  # positions a cache buffer holds at least (it doubles when full)
 
 
 @dataclass
 class Batch:
-    """The rows being generated: the attention mask over every position so far and the cache of each layer.
-    sequence_first: the cache's arrays are [capacity >= length, batch, kv_heads, head_dim] buffers whose first
-    `length` rows hold the cache (else [batch, kv_heads, length, head_dim] arrays, the exported layout)."""
+    """The rows being generated: the attention mask over every position so far and the cache of each layer,
+    [batch, kv_heads, length, head_dim] arrays; in_place: buffers [batch, kv_heads, capacity >= length, head_dim]
+    whose first `length` positions hold the cache (bound to a session's IOBinding, kept with the batch)."""
 
     mask: np.ndarray  # [batch, total] int64, 0 on left padding
     cache: dict[str, np.ndarray]  # past_key_values.{i}.key / .value
-    sequence_first: bool = False
+    in_place: bool = False
+    binding: object = field(default=None, repr=False, compare=False)  # (IOBinding, the buffers it holds)
 
     @property
     def length(self) -> int:
         return self.mask.shape[1]
 
     def cache_view(self, name: str) -> np.ndarray:
-        """Cache `name` as [batch, kv_heads, length, head_dim], whatever the layout (a view, no copy)."""
-        v = self.cache[name]
-        return v[:self.length].transpose(1, 2, 0, 3) if self.sequence_first else v
+        """Cache `name` as [batch, kv_heads, length, head_dim], whatever its capacity (a view, no copy)."""
+        return self.cache[name][:, :, :self.length]
 
     def keep(self, rows: list[int], first: int) -> None:
         """Only rows `rows` and the positions from `first` on stay."""
         length = self.length
         self.mask = self.mask[rows][:, first:]
-        if self.sequence_first:
-            self.cache = {k: np.ascontiguousarray(v[first:length][:, rows]) for k, v in self.cache.items()}
-        else:
-            self.cache = {k: v[rows][:, :, first:] for k, v in self.cache.items()}
+        self.cache = {k: np.ascontiguousarray(v[rows][:, :, first:length]) for k, v in self.cache.items()}
 
     def left_padded(self, length: int) -> Batch:
         """This batch with `length - self.length` padding positions in front (mask 0, cache 0)."""
@@ -60,24 +57,18 @@ class Batch:
         if extra == 0:
             return self
         mask = np.concatenate([np.zeros((self.mask.shape[0], extra), np.int64), self.mask], axis=1)
-        axis = 0 if self.sequence_first else 2
         cache = {}
-        for k, v in self.cache.items():
-            v = v[:self.length] if self.sequence_first else v
-            pad = list(v.shape)
-            pad[axis] = extra
-            cache[k] = np.concatenate([np.zeros(pad, v.dtype), v], axis=axis)
-        return Batch(mask, cache, self.sequence_first)
+        for k in self.cache:
+            v = self.cache_view(k)
+            cache[k] = np.concatenate([np.zeros((*v.shape[:2], extra, v.shape[3]), v.dtype), v], axis=2)
+        return Batch(mask, cache, self.in_place)
 
     def stacked(self, other: Batch) -> Batch:
         """The rows of this batch then `other`'s, the shorter left-padded to the longer's length."""
         length = max(self.length, other.length)
         a, b = self.left_padded(length), other.left_padded(length)
-        if a.sequence_first:
-            cache = {k: np.concatenate([a.cache[k][:length], b.cache[k][:length]], axis=1) for k in a.cache}
-        else:
-            cache = {k: np.concatenate([a.cache[k], b.cache[k]]) for k in a.cache}
-        return Batch(np.concatenate([a.mask, b.mask]), cache, a.sequence_first)
+        cache = {k: np.concatenate([a.cache_view(k), b.cache_view(k)]) for k in a.cache}
+        return Batch(np.concatenate([a.mask, b.mask]), cache, a.in_place)
 
 
 class CausalLM:
@@ -96,7 +87,7 @@ class CausalLM:
             options = {k: v for k, v in (("isa", isa), ("precision", precision)) if v}
             model, config = self.path, None
             if in_place_cache is not False:
-                model = self._sequence_first_graph(in_place_cache is True)
+                model = self._fixed_capacity_graph(in_place_cache is True)
                 if model is not None:
                     # The graph goes to ONNX Runtime as bytes: its external data is found beside the file.
                     config = {"session.model_external_initializers_file_folder_path":
@@ -111,11 +102,12 @@ class CausalLM:
             raise UserError(f"runtime {runtime!r} is not one of optim, cpu")
         self.runtime = runtime
         self._outputs = [o.name for o in self.session.get_outputs()]
+        self._cache_pairs = list(zip(self.info.cache_names(), self.info.output_names()[1:]))  # (past, present)
 
-    def _sequence_first_graph(self, required: bool) -> bytes | None:
+    def _fixed_capacity_graph(self, required: bool) -> bytes | None:
         model = onnx.load(self.path, load_external_data=False)
         try:
-            sequence_first(model, self.info)
+            fixed_capacity(model, self.info)
         except LayoutError as e:
             if required:
                 raise UserError(f"{self.path}: the KV cache cannot be kept in place: {e}") from None
@@ -129,6 +121,7 @@ class CausalLM:
         model = cls.__new__(cls)
         model.path, model.info, model.session, model.runtime = os.fspath(path), read_info(path), session, runtime
         model.in_place_cache = False
+        model._cache_pairs = list(zip(model.info.cache_names(), model.info.output_names()[1:]))
         model._outputs = [o.name for o in session.get_outputs()]
         return model
 
@@ -147,12 +140,7 @@ class CausalLM:
             ids[row, longest - len(p):] = p
             mask[row, longest - len(p):] = 1
         rows = len(prompts)
-        if self.in_place_cache:
-            empty = np.zeros((0, rows, self.info.kv_heads, self.info.head_dim), np.float32)
-            cache = {name: empty for name in self.info.cache_names()}
-        else:
-            cache = self.info.empty_cache(rows)
-        batch = Batch(np.zeros((rows, 0), np.int64), cache, self.in_place_cache)
+        batch = Batch(np.zeros((rows, 0), np.int64), self.info.empty_cache(rows), self.in_place_cache)
         logits = self._run(batch, ids, mask)
         return batch, logits if every_position else logits[:, -1, :]
 
@@ -167,30 +155,45 @@ class CausalLM:
             raise UserError(f"the sequence reached {batch.length} tokens, beyond the model's "
                             f"{self.info.max_positions} positions")
         feeds = {"input_ids": ids, "attention_mask": batch.mask, "position_ids": positions(batch.mask, ids.shape[1])}
-        if batch.sequence_first != self.in_place_cache:
+        if batch.in_place != self.in_place_cache:
             raise ValueError("this batch was started by a CausalLM with its cache in the other layout")
-        if batch.sequence_first:
+        if batch.in_place:
             return self._run_in_place(batch, feeds, batch.length - ids.shape[1])
         out = self.session.run(self._outputs, {**feeds, **batch.cache})
         batch.cache = dict(zip(batch.cache, out[1:]))
         return out[0]
 
     def _run_in_place(self, batch: Batch, feeds: dict[str, np.ndarray], past: int) -> np.ndarray:
-        """One step with each cache's past and present bound to one buffer (grown, doubling, when it is full)."""
+        """One step writing into the cache buffers where they lie (grown, doubling, when full): they are bound to
+        the batch's IOBinding, as past and present both, only when they change; the logits go to an array of
+        ours (ORT's output objects would cost ~0.1 ms a step to fetch)."""
         total = batch.length
-        io = self.session.io_binding()
-        io.bind_output(self._outputs[0], "cpu")  # the logits, first: get_outputs() follows the binding order
+        ids = feeds["input_ids"]
+        rows, sequence = ids.shape
+        grown = False
+        for name in self.info.cache_names():
+            buf = batch.cache[name]
+            if buf.shape[2] < total or buf.shape[0] != rows or not buf.flags.c_contiguous:
+                bigger = np.empty((rows, self.info.kv_heads, max(2 * total, MIN_CACHE_CAPACITY), self.info.head_dim),
+                                  np.float32)
+                bigger[:, :, :past] = buf[:, :, :past]
+                batch.cache[name] = bigger
+                grown = True
+        held = batch.binding
+        if grown or held is None or held[0] is not self.session or any(
+                a is not batch.cache[n] for n, a in zip(self.info.cache_names(), held[2])):
+            io = self.session.io_binding()
+            for name, present in self._cache_pairs:
+                buf = batch.cache[name]
+                shape, at = list(buf.shape), buf.ctypes.data
+                io.bind_input(name, "cpu", 0, np.float32, shape, at)
+                io.bind_output(present, "cpu", 0, np.float32, shape, at)
+            batch.binding = held = (self.session, io, [batch.cache[n] for n in self.info.cache_names()])
+        io = held[1]
         for name, value in feeds.items():
             io.bind_cpu_input(name, value)
-        for name, present in zip(self.info.cache_names(), self.info.output_names()[1:]):
-            buf = batch.cache[name]
-            if buf.shape[0] < total or not buf.flags.c_contiguous:
-                grown = np.empty((max(2 * total, MIN_CACHE_CAPACITY), *buf.shape[1:]), np.float32)
-                grown[:past] = buf[:past]
-                batch.cache[name] = buf = grown
-            rest = list(buf.shape[1:])
-            io.bind_input(name, "cpu", 0, np.float32, [past, *rest], buf.ctypes.data)
-            io.bind_output(present, "cpu", 0, np.float32, [total, *rest], buf.ctypes.data)
+        io.bind_cpu_input(CACHE_WRITE_INDICES, write_indices(rows, self.info.kv_heads, past, sequence))
+        logits = np.empty((rows, sequence, self.info.vocab), np.float32)
+        io.bind_output(self._outputs[0], "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
         self.session.run_with_iobinding(io)
-        return io.get_outputs()[0].numpy()
-
+        return logits

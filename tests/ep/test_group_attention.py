@@ -17,25 +17,27 @@ RNG = np.random.default_rng(7)
 
 
 def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask=True, axis=2, extra_output=False,
-                     sequence_first=False):
+                     capacity=0):
     """present = Concat(past, new) per K and V (graph outputs, as a decoder's), then softmax(Q K^T * c + mask) V,
-    K and V's heads repeated heads / kv_heads times when they differ. sequence_first: the caches [T, B, Hkv, D], as
-    llm/cache_layout.py makes them (the new rows transposed to them, the present transposed back for the product)."""
+    K and V's heads repeated heads / kv_heads times when they differ. capacity: the caches are buffers of that many
+    positions, as llm/cache_layout.py makes them: present = ScatterND(buffer, write indices, new), and the attention
+    reads Slice(present, 0, total) on axis 2 (total an input)."""
     t = past + s
     group = heads // kv_heads
-    past_shape = [past, batch, kv_heads, d] if sequence_first else [batch, kv_heads, past, d]
-    inputs = {"q": (np.float32, [batch, heads, s, d]), "past_k": (np.float32, past_shape),
-              "new_k": (np.float32, [batch, kv_heads, s, d]), "past_v": (np.float32, past_shape),
+    inputs = {"q": (np.float32, [batch, heads, s, d]), "new_k": (np.float32, [batch, kv_heads, s, d]),
               "new_v": (np.float32, [batch, kv_heads, s, d])}
     consts = {"c": np.array(1 / np.sqrt(d) if scale_op == "Mul" else np.sqrt(d), np.float32)}
-    if sequence_first:
+    if capacity:
+        inputs.update(past_k=(np.float32, [batch, kv_heads, capacity, d]), past_v=(np.float32, [batch, kv_heads, capacity, d]),
+                      rows=(np.int64, [batch, kv_heads, s, 3]), total=(np.int64, [1]))
+        consts.update(zero=np.array([0], np.int64), seq_axis=np.array([2], np.int64))
         nodes = []
         for name in ("k", "v"):
-            nodes += [N("Transpose", [f"new_{name}"], [f"rows_{name}"], perm=[2, 0, 1, 3]),
-                      N("Concat", [f"past_{name}", f"rows_{name}"], [f"present_{name}"], axis=0),
-                      N("Transpose", [f"present_{name}"], [f"cache_{name}"], perm=[1, 2, 0, 3])]
+            nodes += [N("ScatterND", [f"past_{name}", "rows", f"new_{name}"], [f"present_{name}"]),
+                      N("Slice", [f"present_{name}", "zero", "total", "seq_axis"], [f"cache_{name}"])]
         k, v = "cache_k", "cache_v"
     else:
+        inputs.update(past_k=(np.float32, [batch, kv_heads, past, d]), past_v=(np.float32, [batch, kv_heads, past, d]))
         nodes = [N("Concat", ["past_k", "new_k"], ["present_k"], axis=2),
                  N("Concat", ["past_v", "new_v"], ["present_v"], axis=2)]
         k, v = "present_k", "present_v"
@@ -61,10 +63,18 @@ def _attention_model(batch, heads, kv_heads, s, past, d, *, scale_op="Mul", mask
     return make_model(nodes, inputs, outputs, consts, opset=18), inputs
 
 
-def _feeds(inputs, left_padding=0, hidden=np.finfo(np.float32).min):
+def _feeds(inputs, left_padding=0, hidden=np.finfo(np.float32).min, past=0):
     """Random inputs; a causal mask as exporters write it (0 where visible, `hidden` where not), the first
-    `left_padding` positions of the last row hidden too."""
-    feeds = {name: RNG.standard_normal(shape).astype(np.float32) for name, (_, shape) in inputs.items()}
+    `left_padding` positions of the last row hidden too; for a fixed-capacity cache (inputs "rows" and "total"), the
+    write indices of positions past.. and the length."""
+    feeds = {name: RNG.standard_normal(shape).astype(np.float32) for name, (dt, shape) in inputs.items()
+             if dt == np.float32}
+    if "rows" in inputs:
+        from optim.llm.cache_layout import write_indices
+
+        batch, kv_heads, s, _ = inputs["rows"][1]
+        feeds["rows"] = write_indices(batch, kv_heads, past, s)
+        feeds["total"] = np.array([past + s], np.int64)
     if "mask" in feeds:
         batch, _, s, t = inputs["mask"][1]
         visible = np.arange(t)[None, :] <= (t - s + np.arange(s))[:, None]
@@ -94,28 +104,30 @@ def test_cached_attention_runs_as_one_step_on_every_isa(batch, heads, kv_heads, 
             assert_close(got, ref, what=f"{name} on {isa}")
 
 
-SEQUENCE_FIRST_CASES = CASES + [  # + (left padding, hidden value)
-    (1, 14, 2, 1, 299, 64, "Mul", True),  # a long decode step: the cache in three chunks joined by their maxima
-    (2, 4, 2, 1, 400, 16, "Mul", True),   # the last row's first chunks wholly padding: float minimum ...
+CAPACITY_CASES = CASES + [
+    (1, 14, 2, 1, 299, 64, "Mul", True),  # a long decode step, Qwen2-0.5B's heads
+    (2, 4, 2, 1, 400, 16, "Mul", True),   # the last row's first 260 positions padding
 ]
 
 
-@pytest.mark.parametrize("batch, heads, kv_heads, s, past, d, scale_op, mask", SEQUENCE_FIRST_CASES)
+@pytest.mark.parametrize("batch, heads, kv_heads, s, past, d, scale_op, mask", CAPACITY_CASES)
 @pytest.mark.parametrize("hidden", [np.finfo(np.float32).min, -np.inf])
-def test_sequence_first_cache_is_read_where_it_lies(batch, heads, kv_heads, s, past, d, scale_op, mask, hidden):
-    """The caches [T, B, Hkv, D] (llm/cache_layout.py): the Transposes back to [B, Hkv, T, D] are taken into the
-    step; decode steps (S = 1) run chunk by chunk, prefills on a batch-first copy; masked chunks (wholly padding,
-    -inf or the float minimum) add nothing."""
+def test_a_fixed_capacity_cache_is_read_in_its_buffer(batch, heads, kv_heads, s, past, d, scale_op, mask, hidden):
+    """The caches are buffers of more positions than hold the cache (llm/cache_layout.py): ScatterND writes the new
+    rows, the Slice that cuts the valid positions is taken into the step (its end the step's length), the positions
+    beyond it never read; padding hidden by -inf or by the float minimum."""
     model, inputs = _attention_model(batch, heads, kv_heads, s, past, d, scale_op=scale_op, mask=mask,
-                                     sequence_first=True)
-    feeds = _feeds(inputs, left_padding=min(past, 260), hidden=hidden)
+                                     capacity=past + s + 7)
+    feeds = _feeds(inputs, left_padding=min(past, 260), hidden=hidden, past=past)
+    for name in ("past_k", "past_v"):
+        feeds[name][:, :, past + s:] = np.nan  # beyond the cache: read, it would spoil every output
     want = run_cpu(model, feeds)
     for isa in ISAS:
         sess = session(model, fallback=False, isa=isa)
         p = placement(sess)
         assert p.rewrites.get("group_attention") == 1, p.rewrites
-        transposes = [step for steps in p.compiled.values() for step in steps if step.startswith("Transpose")]
-        assert len(transposes) == 2, f"only the new rows' Transposes stay steps: {transposes}"
+        slices = [step for steps in p.compiled.values() for step in steps if step.startswith("Slice")]
+        assert not slices, f"the Slices are the attention's: {slices}"
         for got, ref, name in zip(sess.run(None, feeds), want, ("y", "present_k", "present_v")):
             assert_close(got, ref, what=f"{name} on {isa}")
 

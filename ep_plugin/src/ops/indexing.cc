@@ -133,8 +133,8 @@ class ConcatImpl : public Op {
         while (r >= start[i] + block[i]) ++i;  // the input whose block holds byte r of the row (empty ones skipped)
         const size_t len = std::min(end - pos, start[i] + block[i] - r);
         const uint8_t* from = src[i] + row * block[i] + (r - start[i]);
-        // An input already where the output wants it (a KV cache whose past and present share one buffer, bound
-        // so by the caller) is not copied onto itself.
+        // An input already where the output wants it (the caller bound it and the output to one buffer) is not
+        // copied onto itself.
         if (from != dst + pos) std::memcpy(dst + pos, from, len);
         pos += len;
       }

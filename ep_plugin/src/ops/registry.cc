@@ -23,6 +23,7 @@ std::vector<OpDef> quantize_op_defs();
 std::vector<OpDef> reduce_op_defs();
 std::vector<OpDef> resize_op_defs();
 std::vector<OpDef> rnn_op_defs();
+std::vector<OpDef> scatter_nd_op_defs();
 std::vector<OpDef> shape_op_defs();
 std::vector<OpDef> shape_source_op_defs();
 std::vector<OpDef> slice_op_defs();
@@ -36,7 +37,7 @@ const std::vector<OpDef>& op_registry() {
                       indexing_op_defs, logical_op_defs, math_op_defs, matmul_op_defs, matmul_nbits_op_defs,
                       normalization_op_defs,
                       pad_op_defs, pool_op_defs, quantize_op_defs, reduce_op_defs, resize_op_defs, rnn_op_defs,
-                      shape_op_defs, shape_source_op_defs,
+                      scatter_nd_op_defs, shape_op_defs, shape_source_op_defs,
                       slice_op_defs, split_tile_op_defs}) {
       for (const OpDef& d : part()) v.push_back(d);
     }
@@ -76,7 +77,7 @@ std::vector<size_t> resize_shape_inputs(const Node& node);  // resize.cc
 std::vector<size_t> shape_value_inputs(const Node& node) {
   if (node.domain == kInternalDomain && (node.op == "NhwcResize" || node.op == "QResize" || node.op == "NhwcQResize"))
     return resize_shape_inputs(node);
-  if (node.domain == kInternalDomain && node.op == "GroupAttention") return {4, 5, 6, 7};  // the repeats it checks
+  if (node.domain == kInternalDomain && node.op == "GroupAttention") return {4, 5, 6, 7, 8};  // repeats, length
   const OpDef* def = onnx_domain(node.domain) ? find_def(node) : nullptr;
   return def && def->shape_inputs ? def->shape_inputs(node) : std::vector<size_t>{};
 }

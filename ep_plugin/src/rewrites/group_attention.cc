@@ -4,9 +4,10 @@
 // where K' and V' are the caches themselves (each head its own: K a Concat, the cache's update) or the caches with
 // each head repeated for a group of query heads (grouped-query attention: Reshape(Expand(Unsqueeze(cache, axis 2)))).
 // Each step of a decode then reads the cache once where it lies, instead of copying it (Expand, Transpose) and
-// running one-row GEMMs. A cache kept sequence-first (llm/cache_layout.py: Concat on axis 0 of [T, B, Hkv, D], then
-// Transpose perm 1,2,0,3 back to [B, Hkv, T, D]) is read in that layout, its Transpose taken away. Encoders'
-// attention (K a Transpose of the projection, not a cache) stays on the GEMM path.
+// running one-row GEMMs. A cache kept at a fixed capacity (llm/cache_layout.py: ScatterND writes the new rows into
+// the [B, Hkv, capacity, D] buffer, Slice(0, length) on axis 2 cuts what the attention reads) is read in its
+// buffer, the Slice taken into the step (its end becomes the step's length input). Encoders' attention (K a
+// Transpose of the projection, not a cache) stays on the GEMM path.
 #include "../graph_matcher.h"
 #include "rewrite.h"
 
@@ -14,6 +15,7 @@ namespace optim {
 namespace {
 
 constexpr const char* kName = "group_attention";
+constexpr size_t kMaxInputs = 9;  // Q, K, V, mask, K's Expand and Reshape shapes, V's, the cache length
 
 // The int64 values of constant `name`, or empty.
 std::vector<int64_t> int64_constant(const Graph& g, const std::string& name) {
@@ -22,22 +24,28 @@ std::vector<int64_t> int64_constant(const Graph& g, const std::string& name) {
   return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
 }
 
-// Where a key or value operand comes from: the cache, the head-repeat nodes (null when none) and the Transpose from
-// a sequence-first cache (null when the cache is [B, Hkv, T, D] itself).
+// Where a key or value operand comes from: the cache, the head-repeat nodes (null when none) and the Slice of a
+// fixed-capacity cache (null when the cache is all positions).
 struct CacheSource {
   std::string cache;
   const Node* unsqueeze = nullptr;
   const Node* expand = nullptr;
   const Node* reshape = nullptr;
-  const Node* relayout = nullptr;
+  const Node* slice = nullptr;
 };
 
-// `cache`, read by `reader` alone, as Transpose(Concat(...), perm 1,2,0,3): a sequence-first cache's update.
-const Node* sequence_first_cache(const Matcher& m, const std::string& cache, const Node* reader) {
-  const Node* transpose = m.produced_by(cache, "Transpose");
-  if (!transpose || m.sole_reader(cache) != reader || transpose->attr_ints("perm") != std::vector<int64_t>{1, 2, 0, 3})
+// `cache`, read by `reader` alone, as Slice(buffer, starts [0], ends, axes [2], steps [1]) of a ScatterND's output:
+// the valid positions of a fixed-capacity cache.
+const Node* capacity_cache(const Graph& g, const Matcher& m, const std::string& cache, const Node* reader) {
+  const Node* slice = m.produced_by(cache, "Slice");
+  if (!slice || slice->since_version < 10 || m.sole_reader(cache) != reader || slice->inputs.size() < 4) return nullptr;
+  const std::vector<int64_t> axes = int64_constant(g, slice->inputs[3]);
+  const bool one_step = slice->inputs.size() < 5 || slice->inputs[4].empty() ||
+                        int64_constant(g, slice->inputs[4]) == std::vector<int64_t>{1};
+  if (int64_constant(g, slice->inputs[1]) != std::vector<int64_t>{0} || !one_step ||
+      (axes != std::vector<int64_t>{2} && axes != std::vector<int64_t>{-2}))
     return nullptr;
-  return is_onnx_op(m.producer(transpose->inputs[0]), "Concat") ? transpose : nullptr;
+  return is_onnx_op(m.producer(slice->inputs[0]), "ScatterND") ? slice : nullptr;
 }
 
 // `value` as Reshape(Expand(Unsqueeze(cache, [2]))), each read only by the next (the Reshape by `reader` alone);
@@ -53,11 +61,11 @@ std::string find_cache(const Graph& g, const Matcher& m, const std::string& valu
                                                                      : unsqueeze->attr_ints("axes");
     if (axes != std::vector<int64_t>{2}) return "the head repeat unsqueezes another axis than 2";
     *src = {unsqueeze->inputs[0], unsqueeze, expand, reshape, nullptr};
-    if ((src->relayout = sequence_first_cache(m, src->cache, unsqueeze))) src->cache = src->relayout->inputs[0];
+    if ((src->slice = capacity_cache(g, m, src->cache, unsqueeze))) src->cache = src->slice->inputs[0];
     return "";
   }
-  if ((src->relayout = sequence_first_cache(m, value, reader))) {
-    src->cache = src->relayout->inputs[0];
+  if ((src->slice = capacity_cache(g, m, value, reader))) {
+    src->cache = src->slice->inputs[0];
     return "";
   }
   const Node* maker = m.producer(value);
@@ -104,23 +112,20 @@ size_t fuse_group_attention(Graph& g, RewriteContext& ctx) {
     const Node* qk = m.produced_by(scores, "MatMul");
     if (!qk || m.sole_reader(qk->outputs[0]) != (scaling ? scaling : add ? add : &softmax)) continue;
     const Node* transpose = m.produced_by(qk->inputs[1], "Transpose");
-    if (!transpose || m.sole_reader(transpose->outputs[0]) != qk) continue;
-    const std::vector<int64_t> perm = transpose->attr_ints("perm");
-    // perm 1,2,3,0: K^T straight from a sequence-first cache (ONNX Runtime merged its two Transposes).
-    const bool merged = perm == std::vector<int64_t>{1, 2, 3, 0} && is_onnx_op(m.producer(transpose->inputs[0]), "Concat");
-    if (perm != std::vector<int64_t>{0, 1, 3, 2} && !merged) continue;
+    if (!transpose || m.sole_reader(transpose->outputs[0]) != qk ||
+        transpose->attr_ints("perm") != std::vector<int64_t>{0, 1, 3, 2}) {
+      continue;
+    }
     if (!has_dtype(g, qk->inputs[0], DType::kFloat32)) continue;
     CacheSource keys, values;
-    std::string why;
-    if (merged)
-      keys.cache = transpose->inputs[0];  // relayout stays null: the Transpose is killed as K^T's below
-    else
-      why = find_cache(g, m, transpose->inputs[0], transpose, &keys);
+    std::string why = find_cache(g, m, transpose->inputs[0], transpose, &keys);
     if (why.empty()) why = find_cache(g, m, pv->inputs[1], pv, &values);
     if (why.empty() && (keys.expand == nullptr) != (values.expand == nullptr))
       why = "one of K and V has its heads repeated, the other not";
-    if (why.empty() && (merged || keys.relayout) != (values.relayout != nullptr))
-      why = "one of K and V is a sequence-first cache, the other not";
+    if (why.empty() && (keys.slice == nullptr) != (values.slice == nullptr))
+      why = "one of K and V is a fixed-capacity cache, the other not";
+    if (why.empty() && keys.slice && keys.slice->inputs[2] != values.slice->inputs[2])
+      why = "K and V are cut to different lengths";
     if (!why.empty()) {
       ctx.refuse(kName, *pv, why);
       continue;
@@ -131,20 +136,22 @@ size_t fuse_group_attention(Graph& g, RewriteContext& ctx) {
     fused.domain = kInternalDomain;
     fused.since_version = 1;
     fused.inputs = {qk->inputs[0], keys.cache, values.cache, mask};
-    if (keys.expand)
-      for (const CacheSource* s : {&keys, &values}) {
-        fused.inputs.push_back(s->expand->inputs[1]);
-        fused.inputs.push_back(s->reshape->inputs[1]);
-      }
+    fused.inputs.resize(kMaxInputs);
+    if (keys.expand) {
+      fused.inputs[4] = keys.expand->inputs[1];
+      fused.inputs[5] = keys.reshape->inputs[1];
+      fused.inputs[6] = values.expand->inputs[1];
+      fused.inputs[7] = values.reshape->inputs[1];
+    }
+    if (keys.slice) fused.inputs[8] = keys.slice->inputs[2];  // the length: the Slice's end
     while (!fused.inputs.empty() && fused.inputs.back().empty()) fused.inputs.pop_back();
     fused.outputs = pv->outputs;
     fused.set_attr_f("scale", scale);
     if (keys.reshape) fused.set_attr_i("k_allowzero", keys.reshape->attr_i("allowzero", 0));
     if (values.reshape) fused.set_attr_i("v_allowzero", values.reshape->attr_i("allowzero", 0));
-    if (values.relayout) fused.set_attr_i("sequence_first", 1);
     note_fused_before(fused, label_with_fused(*qk) + " + Softmax");
     for (const Node* n : {qk, transpose, scaling, add, &softmax, pv, keys.unsqueeze, keys.expand, keys.reshape,
-                          values.unsqueeze, values.expand, values.reshape, keys.relayout, values.relayout})
+                          values.unsqueeze, values.expand, values.reshape, keys.slice, values.slice})
       if (n) m.kill(n);
     added.push_back(std::move(fused));
   }
