@@ -30,6 +30,7 @@ std::unique_ptr<Op> create_nhwc_resize(const Node&, const Graph&);  // resize.cc
 std::unique_ptr<Op> create_qresize(const Node&, const Graph&);
 std::unique_ptr<Op> create_nhwc_qresize(const Node&, const Graph&);
 std::unique_ptr<Op> create_group_attention(const Node&, const Graph&);  // group_attention.cc
+std::unique_ptr<Op> create_rotary(const Node&, const Graph&);           // rotary.cc
 std::unique_ptr<Op> make_matmul_nbits_group(const Node&, const Graph&);  // matmul_nbits_group.cc
 
 std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
@@ -44,6 +45,7 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
       {"Silu", create_silu},                  {"QLut", create_qlut},
       {"NhwcResize", create_nhwc_resize},     {"QResize", create_qresize},
       {"NhwcQResize", create_nhwc_qresize},   {"GroupAttention", create_group_attention},
+      {"Rotary", create_rotary},
       {"MatMulNBitsGroup", make_matmul_nbits_group},
   };
   auto it = ops.find(node.op);

@@ -17,13 +17,6 @@ namespace {
 constexpr const char* kName = "group_attention";
 constexpr size_t kMaxInputs = 9;  // Q, K, V, mask, K's Expand and Reshape shapes, V's, the cache length
 
-// The int64 values of constant `name`, or empty.
-std::vector<int64_t> int64_constant(const Graph& g, const std::string& name) {
-  const Tensor* t = g.constant(name);
-  if (!t || t->dtype != DType::kInt64) return {};
-  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
-}
-
 // Where a key or value operand comes from: the cache, the head-repeat nodes (null when none) and the Slice of a
 // fixed-capacity cache (null when the cache is all positions).
 struct CacheSource {

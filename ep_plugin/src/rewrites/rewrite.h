@@ -43,6 +43,22 @@ inline bool float_scalar_constant(const Graph& g, const std::string& name, float
   *value = t->data<float>()[0];
   return true;
 }
+// The int64 values of constant `name`, or empty (group_attention.cc, rotary.cc).
+inline std::vector<int64_t> int64_constant(const Graph& g, const std::string& name) {
+  const Tensor* t = name.empty() ? nullptr : g.constant(name);
+  if (!t || t->dtype != DType::kInt64) return {};
+  return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
+}
+// The other input of binary node n when one input is `x`, else "" (rms_norm.cc, rotary.cc).
+inline std::string other_input(const Node& n, const std::string& x) {
+  if (n.inputs.size() != 2) return "";
+  return n.inputs[0] == x ? n.inputs[1] : n.inputs[1] == x ? n.inputs[0] : "";
+}
+// The static size of value's last dim, or -1.
+inline int64_t last_dim(const Graph& g, const std::string& value) {
+  const ValueInfo* v = g.value(value);
+  return v && v->has_shape && !v->shape.empty() ? v->shape.back() : -1;
+}
 // Whether n is one of OptimEP's own ops of that type (domain optim.internal: units, channels-last forms).
 inline bool is_internal_op(const Node* n, const char* op) { return n && n->domain == kInternalDomain && n->op == op; }
 
@@ -103,5 +119,6 @@ size_t view_tokens_as_maps(Graph& g, RewriteContext& ctx);                   // 
 size_t fuse_group_attention(Graph& g, RewriteContext& ctx);                  // group_attention.cc
 size_t group_matmul_nbits_siblings(Graph& g, RewriteContext& ctx);           // matmul_nbits_siblings.cc
 size_t fuse_rms_norm(Graph& g, RewriteContext& ctx);                         // rms_norm.cc
+size_t fuse_rotary(Graph& g, RewriteContext& ctx);                           // rotary.cc
 
 }  // namespace optim

@@ -43,6 +43,7 @@ const std::vector<Rewrite>& rewrite_list() {
       {"group_attention", fuse_group_attention, {{"constant_dequantize", "the scores' scale must be a plain constant"}}},
       {"matmul_nbits_siblings", group_matmul_nbits_siblings},
       {"rms_norm", fuse_rms_norm, {{"constant_dequantize", "the norm's weight must be a plain constant"}}},
+      {"rotary", fuse_rotary},
       {"qdq_lookup_tables", fold_qdq_lookup_tables,
        {{"qdq_concat", "tables take the requantizations the Concat rewrite leaves"},
         {"gelu", "the float fusions take their patterns first; tables take what remains"},

@@ -20,18 +20,6 @@ bool mean_of_last_axis(const Graph& g, const Node& n) {
   return axes == std::vector<int64_t>{-1};
 }
 
-// The other input of binary node n when one input is `x`, else "".
-std::string other_input(const Node& n, const std::string& x) {
-  if (n.inputs.size() != 2) return "";
-  return n.inputs[0] == x ? n.inputs[1] : n.inputs[1] == x ? n.inputs[0] : "";
-}
-
-// The static size of value's last dim, or -1.
-int64_t last_dim(const Graph& g, const std::string& value) {
-  const ValueInfo* v = g.value(value);
-  return v && v->has_shape && !v->shape.empty() ? v->shape.back() : -1;
-}
-
 }  // namespace
 
 size_t fuse_rms_norm(Graph& g, RewriteContext& ctx) {
