@@ -173,7 +173,7 @@ class CausalLM:
         grown = False
         for name in self.info.cache_names():
             buf = batch.cache[name]
-            if buf.shape[2] < total or buf.shape[0] != rows or not buf.flags.c_contiguous:
+            if buf.shape[2] < total or not buf.flags.c_contiguous:
                 bigger = np.empty((rows, self.info.kv_heads, max(2 * total, MIN_CACHE_CAPACITY), self.info.head_dim),
                                   np.float32)
                 bigger[:, :, :past] = buf[:, :, :past]

@@ -196,7 +196,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
                                              lambda: metrics.failed(lm.name, "timeout")),
                                      media_type="text/event-stream")
         try:
-            generation = await _finished(job, timeout_s)
+            generation = await _finished(job, timeout_s, observer, started)
         except _Stalled:
             metrics.failed(lm.name, "timeout")
             return _openai_error(504, f"no token came within {timeout_s:g} s (the server's --timeout-s): the model is "
@@ -205,6 +205,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
             metrics.failed(lm.name, "model_error")
             return _openai_error(500, f"the model failed: {generation.error}", "server_error")
         observer.answered(time.perf_counter() - started)
+        observer.generated(job.prompt_tokens, len(generation.token_ids))
         usage = {"prompt_tokens": job.prompt_tokens, "completion_tokens": len(generation.token_ids),
                  "total_tokens": job.prompt_tokens + len(generation.token_ids)}
         finish = FINISH[generation.finish_reason]
@@ -241,9 +242,13 @@ async def _next(job: _Job, timeout_s: float | None) -> tuple[str, object]:
         raise _Stalled() from None
 
 
-async def _finished(job: _Job, timeout_s: float | None) -> Generation:
+async def _finished(job: _Job, timeout_s: float | None, observer, started: float) -> Generation:
+    first = True
     while True:
         kind, value = await _next(job, timeout_s)
+        if kind == "token" and first:
+            observer.first_token(time.perf_counter() - started)
+            first = False
         if kind == "done":
             return value
 
@@ -275,6 +280,7 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
 
     if chat:
         yield chunk(None, None, first=True)
+    first = True
     while True:
         try:
             kind, value = await _next(job, timeout_s)
@@ -284,6 +290,9 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
                                "cancelled")
             return
         if kind == "token":  # progress only: the text comes as "text"
+            if first:
+                observer.first_token(time.perf_counter() - started)
+                first = False
             continue
         if kind == "text":
             yield chunk(value, None)
@@ -292,6 +301,7 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
             yield _error_event(f"the model failed: {value.error}")
             return
         observer.answered(time.perf_counter() - started)
+        observer.generated(job.prompt_tokens, len(value.token_ids))
         yield chunk(None, FINISH[value.finish_reason])
         yield "data: [DONE]\n\n"
         return

@@ -2,7 +2,9 @@
 
 Each server has its own registry (two servers in one process, as in the tests, do not share counts). Per model:
 requests answered and failed (by reason), the size in rows of each batch run, each request's time in the queue,
-each batch's compute time, each request's whole time, and the requests waiting now.
+each batch's compute time, each request's whole time, and the requests waiting now. Language models' generations
+(/v1) add: prompt and generated tokens, the time to each generation's first token, and the sequences waiting or
+running in the continuous batch now.
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ class Metrics:
         self.request_time = Histogram("optim_request_seconds", "Time from a request's arrival to its answer",
                                       ["model"], buckets=TIME_BUCKETS, registry=self.registry)
         self.queue_depth = Gauge("optim_queue_depth", "Requests waiting now", ["model"], registry=self.registry)
+        self.prompt_tokens = Counter("optim_prompt_tokens", "Prompt tokens of the generations answered", ["model"],
+                                     registry=self.registry)
+        self.generated_tokens = Counter("optim_generated_tokens", "Tokens generated for the generations answered",
+                                        ["model"], registry=self.registry)
+        self.first_token_time = Histogram("optim_time_to_first_token_seconds",
+                                          "Time from a generation request's arrival to its first token", ["model"],
+                                          buckets=TIME_BUCKETS, registry=self.registry)
+        self.sequences = Gauge("optim_generation_sequences", "Generations waiting or running in the continuous batch",
+                               ["model"], registry=self.registry)
 
     def for_model(self, name: str) -> _ModelObserver:
         """What model `name`'s Batcher and routes report to."""
@@ -46,6 +57,10 @@ class Metrics:
     def watch_queue(self, name: str, depth) -> None:
         """depth() (the model's Batcher.depth) is read at each scrape."""
         self.queue_depth.labels(name).set_function(depth)
+
+    def watch_sequences(self, name: str, count) -> None:
+        """count() (a language model's ContinuousBatcher.pending) is read at each scrape."""
+        self.sequences.labels(name).set_function(count)
 
     def failed(self, model: str, reason: str) -> None:
         self.failures.labels(model, reason).inc()
@@ -68,3 +83,10 @@ class _ModelObserver:
     def answered(self, seconds: float) -> None:
         self._m.requests.labels(self._model).inc()
         self._m.request_time.labels(self._model).observe(seconds)
+
+    def first_token(self, seconds: float) -> None:
+        self._m.first_token_time.labels(self._model).observe(seconds)
+
+    def generated(self, prompt_tokens: int, tokens: int) -> None:
+        self._m.prompt_tokens.labels(self._model).inc(prompt_tokens)
+        self._m.generated_tokens.labels(self._model).inc(tokens)

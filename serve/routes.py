@@ -68,6 +68,8 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
     # Causal LMs also get the OpenAI text endpoints, continuously batched (llm.py).
     language = {name: LanguageModel(name, model, options.max_batch, options.max_queue)
                 for name, model in models.items() if is_language_model(model)}
+    for name, lm in language.items():
+        metrics.watch_sequences(name, lm.batcher.pending)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):

@@ -120,6 +120,28 @@ def test_completions_equal_generation_alone(server, alone):
     assert ids.choices[0].text == TOK.decode(alone["Hello"][:3])
 
 
+def test_generations_are_counted_in_the_metrics(model_path):
+    """Prompt and generated tokens, the time to the first token (plain and streamed answers) and the sequences in
+    the continuous batch, per model, at /metrics."""
+    import re
+
+    from optim.serve import app
+    from optim.serve.server import BackgroundServer
+
+    served = app([model_path], threads=1, max_batch=8)
+    with BackgroundServer(served) as s:
+        client = openai.OpenAI(base_url=f"http://{s.url}/v1", api_key="unused", max_retries=0)
+        client.completions.create(model="llama_tiny", prompt="Hello", max_tokens=7, extra_body={"ignore_eos": True})
+        for _ in client.completions.create(model="llama_tiny", prompt="Hi", max_tokens=4, stream=True,
+                                           extra_body={"ignore_eos": True}):
+            pass
+        text = served.state.metrics.render().decode()
+    assert 'optim_prompt_tokens_total{model="llama_tiny"} 7.0' in text  # "Hello" + "Hi", one token per byte
+    assert 'optim_generated_tokens_total{model="llama_tiny"} 11.0' in text
+    assert 'optim_time_to_first_token_seconds_count{model="llama_tiny"} 2.0' in text
+    assert re.search(r'optim_generation_sequences\{model="llama_tiny"\} 0\.0', text)
+
+
 def test_sixteen_concurrent_streams_each_get_their_own_text(server, alone):
     client = _client(server)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(16)]
