@@ -6,8 +6,8 @@ running batch's length (or the batch's to theirs) and stacked onto it; then ever
 (sampled with its own settings and generator) and one decode step runs for the rows still going. A row that ends
 (length, end id, stop string) leaves the batch, and cache columns no remaining row uses are cut. Left padding is
 masked (attention_mask 0) and skipped by the position ids, so a row's logits are those it would get alone.
-The cache of all rows is bounded by max_cache_tokens (rows x cache length); submit() refuses (BatcherFull) when the
-queue is full.
+The cache of all rows is bounded by max_cache_tokens (rows x cache length; on OptimEP the buffers that keep it in
+place hold up to twice the positions in use); submit() refuses (BatcherFull) when the queue is full.
 """
 
 from __future__ import annotations
