@@ -125,6 +125,7 @@ class GroupAttention : public Op {
     auto* scratch = static_cast<float*>(rc.scratch());
     rc.parallel_for(static_cast<size_t>(a.batch * a.kv_heads), [&](size_t task) {
       const int64_t cache = static_cast<int64_t>(task), b = cache / a.kv_heads;
+      const int64_t first_head = (cache % a.kv_heads) * a.group;  // query heads first_head .. + G read this cache
       float* scores = scratch + cache * a.group * a.t;  // [G, T]
       float* part = scratch + a.batch * a.heads * a.t + cache * a.dv;
       const float* keys = o.k + cache * a.capacity * a.d;
@@ -133,13 +134,13 @@ class GroupAttention : public Op {
         for (int64_t j0 = 0; j0 < a.t; j0 += kBlockRows) {
           const int64_t n = std::min(kBlockRows, a.t - j0);
           for (int64_t g = 0; g < a.group; ++g) {
-            const int64_t h = (cache % a.kv_heads) * a.group + g;
+            const int64_t h = first_head + g;
             rc.kernels.dot_rows(o.q + ((b * a.heads + h) * a.s + i) * a.d, keys + j0 * a.d, a.d, n, a.d, scale_,
                                 scores + g * a.t + j0);
           }
         }
         for (int64_t g = 0; g < a.group; ++g) {
-          const int64_t h = (cache % a.kv_heads) * a.group + g;
+          const int64_t h = first_head + g;
           add_mask(o, b, h, i, a.t, scores + g * a.t);
           rc.kernels.softmax(scores + g * a.t, scores + g * a.t, a.t);
           std::fill_n(o.y + ((b * a.heads + h) * a.s + i) * a.dv, a.dv, 0.f);
@@ -147,7 +148,7 @@ class GroupAttention : public Op {
         for (int64_t j0 = 0; j0 < a.t; j0 += kBlockRows) {
           const int64_t n = std::min(kBlockRows, a.t - j0);
           for (int64_t g = 0; g < a.group; ++g) {
-            float* yi = o.y + ((b * a.heads + (cache % a.kv_heads) * a.group + g) * a.s + i) * a.dv;
+            float* yi = o.y + ((b * a.heads + first_head + g) * a.s + i) * a.dv;
             rc.kernels.sum_rows(scores + g * a.t + j0, values + j0 * a.dv, a.dv, n, a.dv, part);
             for (int64_t c = 0; c < a.dv; ++c) yi[c] += part[c];
           }

@@ -132,10 +132,7 @@ class ConcatImpl : public Op {
         size_t i = 0;
         while (r >= start[i] + block[i]) ++i;  // the input whose block holds byte r of the row (empty ones skipped)
         const size_t len = std::min(end - pos, start[i] + block[i] - r);
-        const uint8_t* from = src[i] + row * block[i] + (r - start[i]);
-        // An input already where the output wants it (the caller bound it and the output to one buffer) is not
-        // copied onto itself.
-        if (from != dst + pos) std::memcpy(dst + pos, from, len);
+        std::memcpy(dst + pos, src[i] + row * block[i] + (r - start[i]), len);
         pos += len;
       }
     });
