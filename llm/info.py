@@ -54,10 +54,19 @@ class CausalLMInfo:
 
 def read_info(path: str | os.PathLike) -> CausalLMInfo:
     """The causal-LM metadata of ONNX file `path`; UserError when it has none (not exported as a causal LM)."""
+    return info_of(load_graph(path), path)
+
+
+def load_graph(path: str | os.PathLike) -> onnx.ModelProto:
+    """ONNX file `path` without its external data; UserError when it is not one."""
     try:
-        model = onnx.load(os.fspath(path), load_external_data=False)
+        return onnx.load(os.fspath(path), load_external_data=False)
     except Exception as e:
         raise UserError(f"{path} is not an ONNX model ({type(e).__name__}: {e})") from None
+
+
+def info_of(model: onnx.ModelProto, path: str | os.PathLike) -> CausalLMInfo:
+    """read_info of a model already loaded from `path`."""
     props = {p.key: p.value for p in model.metadata_props}
     if METADATA_KEY not in props:
         raise UserError(f"{path} was not exported as a causal LM (no {METADATA_KEY} metadata): export the language "

@@ -19,7 +19,7 @@ import onnx
 from optim.common.errors import UserError
 
 from .cache_layout import CACHE_WRITE_INDICES, LayoutError, fixed_capacity, write_indices
-from .info import positions, read_info
+from .info import info_of, load_graph, positions, read_info
 
 log = logging.getLogger("optim.llm")
 
@@ -81,13 +81,14 @@ class CausalLM:
         from optim.ep_plugin import cpu_session, session
 
         self.path = os.fspath(path)
-        self.info = read_info(self.path)
+        graph = load_graph(self.path)  # parsed once: for the metadata and, in place, for the rewrite
+        self.info = info_of(graph, self.path)
         self.in_place_cache = False
         if runtime == "optim":
             options = {k: v for k, v in (("isa", isa), ("precision", precision)) if v}
             model, config = self.path, None
             if in_place_cache is not False:
-                model = self._fixed_capacity_graph(in_place_cache is True)
+                model = self._fixed_capacity_graph(graph, in_place_cache is True)
                 if model is not None:
                     # The graph goes to ONNX Runtime as bytes: its external data is found beside the file.
                     config = {"session.model_external_initializers_file_folder_path":
@@ -104,8 +105,9 @@ class CausalLM:
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._cache_pairs = list(zip(self.info.cache_names(), self.info.output_names()[1:]))  # (past, present)
 
-    def _fixed_capacity_graph(self, required: bool) -> bytes | None:
-        model = onnx.load(self.path, load_external_data=False)
+    def _fixed_capacity_graph(self, model: onnx.ModelProto, required: bool) -> bytes | None:
+        """`model` (this file's graph, rewritten in place) with its caches at a fixed capacity, serialized; None
+        when they cannot be (UserError when `required`)."""
         try:
             fixed_capacity(model, self.info)
         except LayoutError as e:
