@@ -19,6 +19,7 @@ import onnx
 from optim.common.errors import UserError
 
 from .cache_layout import CACHE_WRITE_INDICES, LayoutError, fixed_capacity, write_indices
+from .file_form import FileForm, graph_args
 from .info import info_of, load_graph, positions, read_info
 
 log = logging.getLogger("optim.llm")
@@ -73,19 +74,22 @@ class Batch:
 
 class CausalLM:
     """An exported causal LM on OptimEP (ONNX Runtime's CPU EP for what it leaves), or on the CPU EP alone with
-    runtime="cpu". threads: intra-op threads; isa / precision: OptimEP's options (optim run's). in_place_cache:
-    keep the cache in place (the module docstring); None: on OptimEP when the graph allows it, False: never."""
+    runtime="cpu". threads: intra-op threads; isa / precision (and ep_options): OptimEP's options (optim run's).
+    in_place_cache: keep the cache in place (the module docstring); None: on OptimEP when the graph allows it,
+    False: never."""
 
     def __init__(self, path: str | os.PathLike, *, runtime: str = "optim", threads: int | None = None,
-                 isa: str | None = None, precision: str | None = None, in_place_cache: bool | None = None):
+                 isa: str | None = None, precision: str | None = None, in_place_cache: bool | None = None,
+                 **ep_options: str):
         from optim.ep_plugin import cpu_session, session
 
         self.path = os.fspath(path)
         graph = load_graph(self.path)  # parsed once: for the metadata and, in place, for the rewrite
         self.info = info_of(graph, self.path)
+        self._file_args = graph_args(graph.graph.input), graph_args(graph.graph.output)  # before any rewrite
         self.in_place_cache = False
         if runtime == "optim":
-            options = {k: v for k, v in (("isa", isa), ("precision", precision)) if v}
+            options = {**ep_options, **{k: v for k, v in (("isa", isa), ("precision", precision)) if v}}
             model, config = self.path, None
             if in_place_cache is not False:
                 model = self._fixed_capacity_graph(graph, in_place_cache is True)
@@ -96,6 +100,8 @@ class CausalLM:
                     self.in_place_cache = True
             self.session = session(model or self.path, threads=threads, config=config, **options)
         elif runtime == "cpu":
+            if ep_options:
+                raise UserError(f"OptimEP options ({', '.join(sorted(ep_options))}) need runtime='optim'")
             if in_place_cache:
                 raise UserError("in_place_cache needs runtime='optim' (the CPU EP copies its cache every step)")
             self.session = cpu_session(self.path, threads=threads)
@@ -104,6 +110,9 @@ class CausalLM:
         self.runtime = runtime
         self._outputs = [o.name for o in self.session.get_outputs()]
         self._cache_pairs = list(zip(self.info.cache_names(), self.info.output_names()[1:]))  # (past, present)
+        # The logits' last dim as the graph declares it (else the metadata's vocabulary): their buffer's width.
+        width = next((a.shape[-1] for a in self._file_args[1] if a.name == "logits" and a.shape), None)
+        self._logits_width = width if isinstance(width, int) and width > 0 else self.info.vocab
 
     def _fixed_capacity_graph(self, model: onnx.ModelProto, required: bool) -> bytes | None:
         """`model` (this file's graph, rewritten in place) with its caches at a fixed capacity, serialized; None
@@ -117,15 +126,12 @@ class CausalLM:
             return None
         return model.SerializeToString()
 
-    @classmethod
-    def from_session(cls, path: str | os.PathLike, session, runtime: str = "optim") -> CausalLM:
-        """The model of ONNX file `path` on a session already made for it (a server's)."""
-        model = cls.__new__(cls)
-        model.path, model.info, model.session, model.runtime = os.fspath(path), read_info(path), session, runtime
-        model.in_place_cache = False
-        model._cache_pairs = list(zip(model.info.cache_names(), model.info.output_names()[1:]))
-        model._outputs = [o.name for o in session.get_outputs()]
-        return model
+    def file_form(self) -> FileForm:
+        """This model's session with the file's own inputs and outputs (past in, present out: what the file says),
+        whichever graph it holds: how a server answers KServe /v2 requests on the session /v1 generates with."""
+        inputs, outputs = self._file_args
+        return FileForm(self.session, inputs, outputs, self.info.cache_names(), self.info.kv_heads,
+                        self.in_place_cache)
 
     def start(self, prompts: list[list[int]], every_position: bool = False) -> tuple[Batch, np.ndarray]:
         """Prefills the prompts (token ids, left-padded to the longest): the batch state and each row's logits for
@@ -195,7 +201,7 @@ class CausalLM:
         for name, value in feeds.items():
             io.bind_cpu_input(name, value)
         io.bind_cpu_input(CACHE_WRITE_INDICES, write_indices(rows, self.info.kv_heads, past, sequence))
-        logits = np.empty((rows, sequence, self.info.vocab), np.float32)
+        logits = np.empty((rows, sequence, self._logits_width), np.float32)
         io.bind_output(self._outputs[0], "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
         self.session.run_with_iobinding(io)
         return logits

@@ -10,7 +10,8 @@ model, prompt / messages, max_tokens (16 for completions, up to the model's posi
 (default 1.0, as OpenAI's; 0 is greedy), top_p, seed, stop (a string or a list), stream, ignore_eos (vLLM's
 extension: go on past the end id); n must be 1. A request
 the queue cannot hold gets 503, one that does not fit 400 in OpenAI's error form. Chat messages become one prompt
-as "<|role|>\\ncontent\\n" per message, then "<|assistant|>\\n" (the model's own chat template is not applied).
+through the model's chat template (the tokenizer_config.json `optim export` copies beside it; llm/chat.py), or as
+"<|role|>\\ncontent\\n" per message, then "<|assistant|>\\n", for a model without one.
 A model without a tokenizer.json beside it takes prompts as token ids and answers with "token_ids" in each choice.
 """
 
@@ -28,7 +29,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from optim.common.errors import UserError
-from optim.llm import CausalLM, Generation, Sampling, load_tokenizer, read_info
+from optim.llm import Generation, Sampling, load_tokenizer
+from optim.llm.chat import chat_prompt, load_chat_template
 from optim.llm.batcher import BatcherFull, ContinuousBatcher
 from optim.llm.batcher import Request as GenerationRequest
 
@@ -38,11 +40,7 @@ FINISH = {"eos": "stop", "stop": "stop", "length": "length"}
 
 
 def is_language_model(model: ServedModel) -> bool:
-    try:
-        read_info(model.path)
-    except UserError:
-        return False
-    return True
+    return model.language_model is not None
 
 
 class LanguageModel:
@@ -50,11 +48,12 @@ class LanguageModel:
 
     def __init__(self, name: str, served: ServedModel, max_batch: int, max_queue: int):
         self.name = name
-        self.model = CausalLM.from_session(served.path, served.session)
+        self.model = served.language_model
         try:
             self.tokenizer = load_tokenizer(served.path, self.model.info.vocab)
         except UserError:  # no tokenizer.json beside it: prompts as token ids, answers as token ids
             self.tokenizer = None
+        self.chat_template = load_chat_template(served.path)  # None: plain "<|role|>" prompts
         self.batcher = ContinuousBatcher(self.model, max_batch=max_batch, max_queue=max_queue,
                                          decode=self.tokenizer.decode if self.tokenizer else None)
         self._thread = threading.Thread(target=self.batcher.run_forever, name=f"optim-llm-{name}", daemon=True)
@@ -107,17 +106,6 @@ def _stop_list(value) -> list[str]:
     raise UserError("stop must be a string or a list of strings")
 
 
-def chat_prompt(messages) -> str:
-    if not isinstance(messages, list) or not messages:
-        raise UserError("messages must be a non-empty list of {role, content}")
-    parts = []
-    for m in messages:
-        if not isinstance(m, dict) or not isinstance(m.get("content"), str) or not isinstance(m.get("role"), str):
-            raise UserError("each message needs a string role and a string content")
-        parts.append(f"<|{m['role']}|>\n{m['content']}\n")
-    return "".join(parts) + "<|assistant|>\n"
-
-
 def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, timeout_s: float | None = None) -> None:
     """Adds /v1/models, /v1/completions and /v1/chat/completions over `models` (name -> LanguageModel) to app.
 
@@ -166,7 +154,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
             name = str(body.get("model", ""))
             lm = lookup(body)
             if chat:
-                prompt_ids = lm.encode(chat_prompt(body.get("messages")))
+                prompt_ids = lm.encode(chat_prompt(body.get("messages"), lm.chat_template))
             else:
                 prompt = body.get("prompt")
                 if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):

@@ -61,10 +61,12 @@ def _spec(arg) -> TensorSpec:
 
 class ServedModel:
     """A model loaded into one OptimEP session (ORT's CPU EP runs what OptimEP leaves). `run` is thread-safe
-    (ONNX Runtime's run is), and blocks: call it from a worker thread, not the event loop."""
+    (ONNX Runtime's run is), and blocks: call it from a worker thread, not the event loop. language_model: a causal
+    LM's CausalLM (its cache kept in place), which `session` (its file_form) shares for the file's interface."""
 
-    def __init__(self, name: str, path: Path, session, version: str = VERSION):
+    def __init__(self, name: str, path: Path, session, version: str = VERSION, language_model=None):
         self.name, self.path, self.session, self.version = name, path, session, version
+        self.language_model = language_model
         self.inputs = [_spec(i) for i in session.get_inputs()]
         self.outputs = [_spec(o) for o in session.get_outputs()]
         self._output_names = [o.name for o in self.outputs]
@@ -144,13 +146,31 @@ def load(path: str | Path, name: str | None = None, version: str = VERSION, thre
     path = Path(path)
     if not path.is_file():
         raise ModelLoadError(f"{path} is not a file: give an ONNX model or a model-repository folder")
+    language_model = None
     try:
-        session = optim.session(path, threads=threads, **ep_options)
+        if is_causal_lm(path):  # one session for /v1 generation (cache in place) and /v2 (the file's interface)
+            from optim.llm import CausalLM
+
+            language_model = CausalLM(path, threads=threads, **ep_options)
+            session = language_model.file_form()
+        else:
+            session = optim.session(path, threads=threads, **ep_options)
     except Exception as e:  # noqa: BLE001 - whatever ONNX Runtime says, the user gets one sentence
         from optim.ep_plugin.ort_errors import ort_error_message
 
         raise ModelLoadError(f"{path} cannot be loaded: {ort_error_message(e)}") from None
-    return ServedModel(name or path.stem, path, session, version)
+    return ServedModel(name or path.stem, path, session, version, language_model)
+
+
+def is_causal_lm(path: str | Path) -> bool:
+    """Whether ONNX file `path` was exported as a causal LM (its metadata says so)."""
+    from optim.llm import read_info
+
+    try:
+        read_info(path)
+    except UserError:
+        return False
+    return True
 
 
 def model_files(paths: list[str | Path]) -> dict[str, tuple[Path, str]]:

@@ -10,6 +10,12 @@
 Each replica loads its own OptimEP session (`threads` intra-op threads) and runs batches in a worker thread. Ray's
 batch holds up to `max_batch` requests (not rows) gathered for up to `max_delay_ms`; requests of different shapes
 in one batch run as separate groups (batching.run_groups). Needs the `ray` extra: pip install 'optim[ray]'.
+
+Causal LMs (exported by `optim export`) are also deployed together as one more application at route prefix "/":
+OpenAI's /v1/models, /v1/completions and /v1/chat/completions (serve/llm.py's routes, streaming included), each
+replica generating with its own continuous batcher of up to `max_batch` sequences, Ray spreading the requests:
+
+    handle = optim.serve.ray.deploy_language_models({"llama": ("llama.onnx", "1")}, replicas=2)
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from optim.common.errors import UserError
 
 from . import require
 from .batching import Tensors, run_groups
-from .models import VERSION, load, model_files
+from .models import VERSION, is_causal_lm, load, model_files
 from .protocol import HEADER_LENGTH, ProtocolError
 
 require(("ray", "starlette"), extra="ray")
@@ -32,6 +38,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse, Response  # noqa: E402
 
 ONGOING_DEFAULT = 5  # Ray Serve's max_ongoing_requests when not set
+LANGUAGE_APP = "openai"  # the Ray Serve application of the causal LMs' /v1 endpoints
 
 
 @serve.deployment
@@ -86,6 +93,54 @@ class OptimModel:
         return Response(body, headers=headers)
 
 
+@serve.deployment
+@serve.ingress()
+class OptimLanguageModels:
+    """One replica: every causal LM of the deployment loaded (cache in place), each with its continuous batcher
+    stepped by a thread of its own, behind the OpenAI text endpoints (an ASGI app built in the replica)."""
+
+    def __init__(self, files: dict, threads: int | None, max_batch: int, max_queue: int, timeout_s: float | None,
+                 ep_options: dict):
+        from .llm import LanguageModel
+        from .metrics import Metrics
+
+        self.models = {name: LanguageModel(name, load(path, name, version, threads=threads, **ep_options), max_batch,
+                                           max_queue)
+                       for name, (path, version) in files.items()}
+        self.metrics = Metrics()
+        self.timeout_s = timeout_s
+        for name, lm in self.models.items():
+            self.metrics.watch_sequences(name, lm.batcher.pending)
+
+    def __serve_build_asgi_app__(self):
+        from fastapi import FastAPI
+
+        from .llm import add_openai_routes
+
+        app = FastAPI(title="optim serve (OpenAI text endpoints)", docs_url=None, redoc_url=None, openapi_url=None)
+        add_openai_routes(app, self.models, self.metrics, self.timeout_s)
+        return app
+
+
+def language_models_deployment(files: dict, *, replicas: int = 1, max_batch: int = 8, max_queue: int = 256,
+                               timeout_s: float | None = 30.0, threads: int | None = 1, num_cpus: float = 1.0,
+                               **ep_options):
+    """The Ray Serve application of the causal LMs `files` names (name -> (ONNX file, version)): `replicas`
+    replicas of OptimLanguageModels, each reserving `num_cpus` of Ray's CPUs; pass it to serve.run."""
+    if replicas < 1 or max_batch < 1:
+        raise UserError("replicas and max_batch must be >= 1")
+    files = {name: (str(path), version) for name, (path, version) in files.items()}
+    return OptimLanguageModels.options(num_replicas=replicas, ray_actor_options={"num_cpus": num_cpus},
+                                       max_ongoing_requests=max(ONGOING_DEFAULT, 2 * max_queue)).bind(
+        files, threads, max_batch, max_queue, timeout_s, ep_options)
+
+
+def deploy_language_models(files: dict, **options):
+    """Deploys the causal LMs `files` names (name -> (file, version)) on the running Ray instance as the application
+    "openai" at route prefix "/" (its routes are /v1/...); returns its DeploymentHandle."""
+    return serve.run(language_models_deployment(files, **options), name=LANGUAGE_APP, route_prefix="/")
+
+
 def deployment(path, *, name: str | None = None, version: str = VERSION, replicas: int = 1, max_batch: int = 8,
                max_delay_ms: float = 5.0, threads: int | None = 1, num_cpus: float = 1.0, **ep_options):
     """The Ray Serve application for one ONNX file: `replicas` replicas of OptimModel, each reserving `num_cpus`
@@ -97,6 +152,12 @@ def deployment(path, *, name: str | None = None, version: str = VERSION, replica
     return OptimModel.options(num_replicas=replicas, ray_actor_options={"num_cpus": num_cpus},
                               max_ongoing_requests=max(ONGOING_DEFAULT, 2 * max_batch)).bind(
         str(path), name or _stem(path), version, threads, max_batch, max_delay_ms, ep_options)
+
+
+def _ep_options(options: dict) -> dict:
+    """The OptimEP options among run()'s options (those deployment() does not name)."""
+    named = {"name", "version", "replicas", "max_batch", "max_delay_ms", "threads", "num_cpus"}
+    return {k: v for k, v in options.items() if k not in named}
 
 
 def _stem(path) -> str:
@@ -114,7 +175,8 @@ def deploy(path, *, name: str | None = None, **options):
 
 def run(paths, *, host: str = "127.0.0.1", port: int = 8000, num_cpus: int | None = None, **options) -> None:
     """`optim serve --ray`: starts a local Ray instance (or joins the one RAY_ADDRESS names), deploys every
-    model `paths` name with Ray Serve's HTTP proxy on host:port, and serves until Ctrl-C."""
+    model `paths` name with Ray Serve's HTTP proxy on host:port (the causal LMs also on /v1), and serves until
+    Ctrl-C."""
     import signal
     import threading
 
@@ -126,6 +188,10 @@ def run(paths, *, host: str = "127.0.0.1", port: int = 8000, num_cpus: int | Non
         serve.start(http_options={"host": host, "port": port})
         for name, (file, version) in files.items():
             deploy(file, name=name, version=version, **options)
+        language = {name: entry for name, entry in files.items() if is_causal_lm(entry[0])}
+        if language:
+            deploy_language_models(language, replicas=options.get("replicas", 1), max_batch=options.get("max_batch", 8),
+                                   threads=options.get("threads", 1), **_ep_options(options))
         stop.wait()
     except KeyboardInterrupt:  # Ctrl-C, also while deploying (a model answers before serve.run returns)
         pass

@@ -142,6 +142,71 @@ def test_generations_are_counted_in_the_metrics(model_path):
     assert re.search(r'optim_generation_sequences\{model="llama_tiny"\} 0\.0', text)
 
 
+def test_v2_inference_runs_the_file_interface_on_the_generating_session(server, model_path):
+    """One session per language model: /v1 generates with the cache kept in place, and a KServe /v2 client still
+    sends the file's own inputs (each past [batch, kv_heads, past, head_dim]) and gets its outputs (each present
+    with the new positions), equal to the file run as written on ONNX Runtime's CPU EP: a prefill, then a step."""
+    import tritonclient.http as triton
+
+    from optim.ep_plugin import cpu_session
+    from optim.llm import read_info
+    from optim.llm.cache_layout import CACHE_WRITE_INDICES
+
+    served = server[1].state.models["llama_tiny"]
+    assert served.language_model.in_place_cache and served.session.session is served.language_model.session
+    names = [t.name for t in served.inputs]
+    assert CACHE_WRITE_INDICES not in names and names[:3] == ["input_ids", "attention_mask", "position_ids"]
+    info = read_info(model_path)
+    reference = cpu_session(model_path, threads=1)
+    client = triton.InferenceServerClient(server[0].url)
+    ids = np.array([TOK.encode("Hello"), TOK.encode("abcde")], np.int64)
+    feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+             "position_ids": np.tile(np.arange(5, dtype=np.int64), (2, 1)), **info.empty_cache(2)}
+    outputs = info.output_names()
+    for step in range(2):
+        inputs = []
+        for name, value in feeds.items():
+            tensor = triton.InferInput(name, list(value.shape), triton.np_to_triton_dtype(value.dtype))
+            tensor.set_data_from_numpy(value)
+            inputs.append(tensor)
+        result = client.infer("llama_tiny", inputs)
+        want = dict(zip(outputs, reference.run(outputs, feeds)))
+        for name in outputs:
+            np.testing.assert_allclose(result.as_numpy(name), want[name], rtol=1e-4, atol=1e-5, err_msg=name)
+        total = feeds["attention_mask"].shape[1] + 1
+        feeds = {"input_ids": want["logits"][:, -1].argmax(-1).reshape(2, 1).astype(np.int64),
+                 "attention_mask": np.ones((2, total), np.int64),
+                 "position_ids": np.full((2, 1), total - 1, np.int64),
+                 **{past: want[present] for past, present in zip(info.cache_names(), outputs[1:])}}
+
+
+def test_chat_uses_the_model_folders_chat_template(model_path, tmp_path):
+    """A tokenizer_config.json with a chat template beside the model (as `optim export` copies it from a Hugging
+    Face folder): the chat answer is the greedy continuation of the template's rendering of the messages."""
+    import json as json_module
+
+    import onnx
+
+    from optim.serve import app
+    from optim.serve.server import BackgroundServer
+
+    template = ("{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+                "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+    folder = tmp_path / "chat"
+    folder.mkdir()
+    onnx.save(onnx.load(str(model_path)), str(folder / "llama_tiny.onnx"))
+    (folder / "tokenizer_config.json").write_text(json_module.dumps({"chat_template": template}))
+    rendered = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    want = generate(CausalLM(model_path, threads=1), [TOK.encode(rendered)], max_new_tokens=6, eos=False)[0][0]
+    with BackgroundServer(app([folder / "llama_tiny.onnx"], threads=1)) as s:
+        client = openai.OpenAI(base_url=f"http://{s.url}/v1", api_key="unused", max_retries=0)
+        out = client.chat.completions.create(
+            model="llama_tiny", messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+            max_tokens=6, temperature=0, extra_body={"ignore_eos": True})
+    assert out.choices[0].message.content == TOK.decode(want.token_ids)
+    assert out.usage.prompt_tokens == len(TOK.encode(rendered))
+
+
 def test_sixteen_concurrent_streams_each_get_their_own_text(server, alone):
     client = _client(server)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(16)]
