@@ -36,7 +36,7 @@ class Batch:
     mask: np.ndarray  # [batch, total] int64, 0 on left padding
     cache: dict[str, np.ndarray]  # past_key_values.{i}.key / .value
     in_place: bool = False
-    binding: object = field(default=None, repr=False, compare=False)  # (IOBinding, the buffers it holds)
+    binding: object = field(default=None, repr=False, compare=False)  # _Binding: the IOBinding kept with it
 
     @property
     def length(self) -> int:
@@ -162,22 +162,51 @@ class CausalLM:
         if self.info.max_positions and batch.length > self.info.max_positions:
             raise UserError(f"the sequence reached {batch.length} tokens, beyond the model's "
                             f"{self.info.max_positions} positions")
-        feeds = {"input_ids": ids, "attention_mask": batch.mask, "position_ids": positions(batch.mask, ids.shape[1])}
         if batch.in_place != self.in_place_cache:
             raise ValueError("this batch was started by a CausalLM with its cache in the other layout")
         if batch.in_place:
-            return self._run_in_place(batch, feeds, batch.length - ids.shape[1])
+            return self._run_in_place(batch, ids)
+        feeds = {"input_ids": ids, "attention_mask": batch.mask, "position_ids": positions(batch.mask, ids.shape[1])}
         out = self.session.run(self._outputs, {**feeds, **batch.cache})
         batch.cache = dict(zip(batch.cache, out[1:]))
         return out[0]
 
-    def _run_in_place(self, batch: Batch, feeds: dict[str, np.ndarray], past: int) -> np.ndarray:
+    def _run_in_place(self, batch: Batch, ids: np.ndarray) -> np.ndarray:
         """One step writing into the cache buffers where they lie (grown, doubling, when full): they are bound to
-        the batch's IOBinding, as past and present both, only when they change; the logits go to an array of
-        ours (ORT's output objects would cost ~0.1 ms a step to fetch)."""
+        the batch's IOBinding, as past and present both, only when they change, and so are a one-token step's
+        inputs but the mask (_DecodeInputs, updated where they lie); the logits go to an array of ours (ORT's output
+        objects would cost ~0.1 ms a step to fetch)."""
         total = batch.length
-        ids = feeds["input_ids"]
         rows, sequence = ids.shape
+        past = total - sequence
+        held = batch.binding
+        if not (held is not None and held.session is self.session and held.cache is batch.cache
+                and total <= held.capacity):  # else the buffers bound last step are still the batch's, with room
+            self._bind_cache(batch, rows, total, past)
+            held = batch.binding
+        io = held.io
+        io.bind_cpu_input("attention_mask", batch.mask)
+        if sequence == 1 and held.decode is not None and held.decode.rows == rows:
+            held.decode.next(ids, past)
+        elif sequence == 1:
+            held.decode = _DecodeInputs(io, ids, positions(batch.mask, 1), self.info.kv_heads, past)
+        else:
+            held.decode = None
+            io.bind_cpu_input("input_ids", ids)
+            io.bind_cpu_input("position_ids", positions(batch.mask, sequence))
+            io.bind_cpu_input(CACHE_WRITE_INDICES, write_indices(rows, self.info.kv_heads, past, sequence))
+        logits = np.empty((rows, sequence, self._logits_width), np.float32)
+        io.bind_output(self._outputs[0], "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
+        try:
+            self.session.run_with_iobinding(io)
+        except Exception:
+            held.decode = None  # its inputs moved on for a step that did not happen
+            raise
+        return logits
+
+    def _bind_cache(self, batch: Batch, rows: int, total: int, past: int) -> None:
+        """The cache buffers grown where they cannot hold `total` positions, and bound again (with a new IOBinding)
+        unless those the batch's binding holds are still its buffers."""
         grown = False
         for name in self.info.cache_names():
             buf = batch.cache[name]
@@ -188,20 +217,45 @@ class CausalLM:
                 batch.cache[name] = bigger
                 grown = True
         held = batch.binding
-        if grown or held is None or held[0] is not self.session or any(
-                a is not batch.cache[n] for n, a in zip(self.info.cache_names(), held[2])):
+        if grown or held is None or held.session is not self.session or any(
+                a is not batch.cache[n] for n, a in zip(self.info.cache_names(), held.caches)):
             io = self.session.io_binding()
             for name, present in self._cache_pairs:
                 buf = batch.cache[name]
                 shape, at = list(buf.shape), buf.ctypes.data
                 io.bind_input(name, "cpu", 0, np.float32, shape, at)
                 io.bind_output(present, "cpu", 0, np.float32, shape, at)
-            batch.binding = held = (self.session, io, [batch.cache[n] for n in self.info.cache_names()])
-        io = held[1]
-        for name, value in feeds.items():
-            io.bind_cpu_input(name, value)
-        io.bind_cpu_input(CACHE_WRITE_INDICES, write_indices(rows, self.info.kv_heads, past, sequence))
-        logits = np.empty((rows, sequence, self._logits_width), np.float32)
-        io.bind_output(self._outputs[0], "cpu", 0, np.float32, list(logits.shape), logits.ctypes.data)
-        self.session.run_with_iobinding(io)
-        return logits
+            batch.binding = held = _Binding(self.session, io, [batch.cache[n] for n in self.info.cache_names()])
+        held.cache, held.capacity = batch.cache, min(buf.shape[2] for buf in held.caches)
+
+
+@dataclass
+class _Binding:
+    """A batch's IOBinding on `session`: its cache buffers bound as past and present, and a one-token step's inputs."""
+
+    session: object
+    io: object
+    caches: list  # the buffers bound, in cache_names order
+    cache: dict | None = None  # the batch's cache dict they were checked against, and the positions they all hold
+    capacity: int = 0
+    decode: _DecodeInputs | None = None
+
+
+class _DecodeInputs:
+    """input_ids, position_ids and the write indices of one-token steps, bound once and then updated where they
+    lie: from one decode step to the next their shapes stay, each row's position and the written position go up
+    by one (its new token's mask is 1), so a step costs three small writes instead of three bindings."""
+
+    def __init__(self, io, ids: np.ndarray, position: np.ndarray, kv_heads: int, past: int):
+        self.rows = len(ids)
+        self.ids = np.ascontiguousarray(ids, np.int64)
+        self.position = np.ascontiguousarray(position, np.int64)
+        self.indices = write_indices(self.rows, kv_heads, past, 1)
+        for name, value in (("input_ids", self.ids), ("position_ids", self.position),
+                            (CACHE_WRITE_INDICES, self.indices)):
+            io.bind_input(name, "cpu", 0, np.int64, list(value.shape), value.ctypes.data)
+
+    def next(self, ids: np.ndarray, past: int) -> None:
+        self.ids[:] = ids
+        self.position += 1
+        self.indices[..., 2] = past

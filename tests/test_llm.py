@@ -292,7 +292,7 @@ def test_the_cache_is_kept_in_place_and_generates_what_a_copied_cache_does(expor
         np.testing.assert_allclose(logits[0], logits[1], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
         tokens = logits[1].argmax(-1)
         logits = [m.step(b, tokens) for m, b in zip((in_place, copied), batches)]
-        bindings.append(batches[0].binding[1])
+        bindings.append(batches[0].binding.io)
     grown = batches[0].cache["past_key_values.0.key"]
     assert grown.shape[2] > buffer.shape[2] >= len(PROMPTS[0]) and batches[0].length == batches[1].length
     assert len({id(b) for b in bindings}) == 2, "bound once per buffer, not per step"
