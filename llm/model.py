@@ -20,7 +20,7 @@ from optim.common.errors import UserError
 
 from .cache_layout import CACHE_WRITE_INDICES, LayoutError, fixed_capacity, write_indices
 from .file_form import FileForm, graph_args
-from .info import info_of, load_graph, positions, read_info
+from .info import info_of, load_graph, positions
 
 log = logging.getLogger("optim.llm")
 
