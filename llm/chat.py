@@ -2,9 +2,10 @@
 
 A Hugging Face model folder's tokenizer_config.json carries the template its model was tuned with (a Jinja text,
 or a list of named ones: "default" is used), and `optim export` copies that file beside the ONNX model. It is
-rendered as transformers renders it: with `messages`, `add_generation_prompt=True`, the bos / eos token texts and
-`raise_exception`, in Jinja's sandbox (a template is data from the model folder, not code to trust). The special
-token texts it writes ("<|im_start|>", "<s>") become their ids when the tokenizer encodes the prompt.
+rendered as transformers renders it: with `messages`, `add_generation_prompt=True`, the bos / eos token texts,
+`raise_exception`, `strftime_now`, a `tojson` that does not escape HTML and loop controls, in Jinja's sandbox (a
+template is data from the model folder, not code to trust). The special token texts it writes ("<|im_start|>",
+"<s>") become their ids when the tokenizer encodes the prompt.
 Without a template: "<|role|>\\ncontent\\n" per message, then "<|assistant|>\\n".
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 from optim.common.errors import UserError
@@ -46,8 +48,14 @@ class ChatTemplate:
         def raise_exception(message):
             raise UserError(f"the chat template of {origin} refused the messages: {message}")
 
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        def tojson(value, indent=None, separators=None, sort_keys=False):  # as transformers': no HTML escaping
+            return json.dumps(value, ensure_ascii=False, indent=indent, separators=separators, sort_keys=sort_keys)
+
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=["jinja2.ext.loopcontrols"])
+        env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         try:
             self._template = env.from_string(source)
         except TemplateError as e:

@@ -54,3 +54,10 @@ def test_errors_name_what_is_wrong(tmp_path):
     (tmp_path / TOKENIZER_CONFIG).write_text("{not json")
     with pytest.raises(UserError, match="not readable JSON"):
         load_chat_template(str(tmp_path / "model.onnx"))
+
+
+def test_what_real_templates_use_works_as_in_transformers():
+    """Loop controls, strftime_now (Llama 3's date line) and tojson without HTML escaping (tool schemas)."""
+    source = ("{% for m in messages %}{% if loop.index > 1 %}{% break %}{% endif %}{{ m['content'] | tojson }}"
+              "{% endfor %}|{{ strftime_now('%Y') | length }}|{{ {'a': '<b>'} | tojson }}")
+    assert ChatTemplate(source).render(MESSAGES) == '"Be brief."|4|{"a": "<b>"}'
