@@ -773,9 +773,11 @@ def serve(models, host, port, threads, isa, precision, max_batch, max_delay_ms, 
     POST /v2/models/NAME/infer (JSON tensors or the binary tensor extension).
 
     A causal LM exported by `optim export` is also served with OpenAI's API: GET /v1/models, POST
-    /v1/completions and /v1/chat/completions (streaming with "stream": true), its requests batched
-    continuously (new ones join between decode steps, up to --max-batch sequences; --max-queue waiting,
-    then 503).
+    /v1/completions and /v1/chat/completions (streaming with "stream": true; chat through the model's
+    own chat template when its tokenizer_config.json has one), its requests batched continuously (new
+    ones join between decode steps, up to --max-batch sequences; --max-queue waiting, then 503). Its
+    weights load once: /v1 and /v2 share one session. With --ray, the language models' /v1 is one more
+    Ray Serve application.
     """
     import optim.serve
 
