@@ -39,8 +39,14 @@ from .models import ServedModel
 FINISH = {"eos": "stop", "stop": "stop", "length": "length"}
 
 
-def is_language_model(model: ServedModel) -> bool:
-    return model.language_model is not None
+def language_models(models: dict[str, ServedModel], max_batch: int, max_queue: int,
+                    metrics) -> dict[str, LanguageModel]:
+    """A LanguageModel for each causal LM among `models` (name -> ServedModel), its sequences watched by `metrics`."""
+    language = {name: LanguageModel(name, model, max_batch, max_queue)
+                for name, model in models.items() if model.language_model is not None}
+    for name, lm in language.items():
+        metrics.watch_sequences(name, lm.batcher.pending)
+    return language
 
 
 class LanguageModel:
@@ -72,11 +78,19 @@ class LanguageModel:
 
 @dataclass
 class _Job:
-    """One request on its way through the batcher: what the batcher's thread sends to the event loop."""
+    """One request on its way through the batcher: what the batcher's thread sends to the event loop, and what its
+    answer reports to the model's metrics (`observer`; `started`: when the request arrived)."""
 
     queue: asyncio.Queue
     prompt_tokens: int
     request: GenerationRequest
+    observer: object
+    started: float
+    first_token_seen: bool = False
+
+    def answered(self, generation: Generation) -> None:
+        self.observer.answered(time.perf_counter() - self.started)
+        self.observer.generated(self.prompt_tokens, len(generation.token_ids))
 
 
 class _Stalled(Exception):
@@ -128,7 +142,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
         return Sampling(temperature=temperature, top_p=top_p,
                         seed=int(seed) if seed is not None else secrets.randbits(31))
 
-    def submit(lm: LanguageModel, prompt_ids: list[int], body: dict, default_max: int) -> _Job:
+    def submit(lm: LanguageModel, prompt_ids: list[int], body: dict, default_max: int, started: float) -> _Job:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
         max_tokens = next((body[k] for k in ("max_tokens", "max_completion_tokens") if body.get(k) is not None),
@@ -142,7 +156,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
             on_token=lambda _id: loop.call_soon_threadsafe(queue.put_nowait, ("token", None)),  # progress, for timeout_s
             on_done=lambda g: loop.call_soon_threadsafe(queue.put_nowait, ("done", g)))
         lm.batcher.submit(request)
-        return _Job(queue, len(prompt_ids), request)
+        return _Job(queue, len(prompt_ids), request, metrics.for_model(lm.name), started)
 
     async def handle(request: Request, chat: bool):
         started = time.perf_counter()
@@ -166,7 +180,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
                 else:
                     raise UserError("prompt must be a string or a list of token ids (one prompt per request)")
             default_max = 16 if not chat else max(1, (lm.model.info.max_positions or 4096) - len(prompt_ids))
-            job = submit(lm, prompt_ids, body, default_max)
+            job = submit(lm, prompt_ids, body, default_max, started)
         except KeyError as e:
             metrics.failed(name, "unknown_model")
             return _openai_error(404, e.args[0], "not_found_error")
@@ -178,13 +192,12 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
             return _openai_error(400, str(e))
         ident = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
         created = int(time.time())
-        observer = metrics.for_model(lm.name)
         if body.get("stream"):
-            return StreamingResponse(_events(job, ident, created, lm.name, chat, observer, started, timeout_s,
+            return StreamingResponse(_events(job, ident, created, lm.name, chat, timeout_s,
                                              lambda: metrics.failed(lm.name, "timeout")),
                                      media_type="text/event-stream")
         try:
-            generation = await _finished(job, timeout_s, observer, started)
+            generation = await _finished(job, timeout_s)
         except _Stalled:
             metrics.failed(lm.name, "timeout")
             return _openai_error(504, f"no token came within {timeout_s:g} s (the server's --timeout-s): the model is "
@@ -192,8 +205,7 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
         if generation.finish_reason == "error":
             metrics.failed(lm.name, "model_error")
             return _openai_error(500, f"the model failed: {generation.error}", "server_error")
-        observer.answered(time.perf_counter() - started)
-        observer.generated(job.prompt_tokens, len(generation.token_ids))
+        job.answered(generation)
         usage = {"prompt_tokens": job.prompt_tokens, "completion_tokens": len(generation.token_ids),
                  "total_tokens": job.prompt_tokens + len(generation.token_ids)}
         finish = FINISH[generation.finish_reason]
@@ -222,39 +234,38 @@ def add_openai_routes(app: FastAPI, models: dict[str, LanguageModel], metrics, t
 
 
 async def _next(job: _Job, timeout_s: float | None) -> tuple[str, object]:
-    """The batcher's next message for `job`; _Stalled (the sequence cancelled) when none comes within timeout_s."""
+    """The batcher's next message for `job` (its first token timed for the metrics); _Stalled (the sequence
+    cancelled) when none comes within timeout_s."""
     try:
-        return await asyncio.wait_for(job.queue.get(), timeout_s)
+        kind, value = await asyncio.wait_for(job.queue.get(), timeout_s)
     except asyncio.TimeoutError:
         job.request.cancel()
         raise _Stalled() from None
+    if kind == "token" and not job.first_token_seen:
+        job.first_token_seen = True
+        job.observer.first_token(time.perf_counter() - job.started)
+    return kind, value
 
 
-async def _finished(job: _Job, timeout_s: float | None, observer, started: float) -> Generation:
-    first = True
+async def _finished(job: _Job, timeout_s: float | None) -> Generation:
     while True:
         kind, value = await _next(job, timeout_s)
-        if kind == "token" and first:
-            observer.first_token(time.perf_counter() - started)
-            first = False
         if kind == "done":
             return value
 
 
-async def _events(job: _Job, ident: str, created: int, model: str, chat: bool, observer, started: float,
-                  timeout_s: float | None, timed_out):
+async def _events(job: _Job, ident: str, created: int, model: str, chat: bool, timeout_s: float | None, timed_out):
     """Server-sent events: one chunk per piece of new text, a last chunk with the finish reason, then [DONE]. A
     stall past timeout_s ends the stream with an error event (timed_out() counts it); a client that leaves cancels
     the sequence."""
     try:
-        async for event in _stream(job, ident, created, model, chat, observer, started, timeout_s, timed_out):
+        async for event in _stream(job, ident, created, model, chat, timeout_s, timed_out):
             yield event
     finally:  # also when the client went away mid-stream (the generator is closed)
         job.request.cancel()
 
 
-async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, observer, started: float,
-                  timeout_s: float | None, timed_out):
+async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, timeout_s: float | None, timed_out):
     kind_name = "chat.completion.chunk" if chat else "text_completion"
 
     def chunk(text: str | None, finish: str | None, first: bool = False) -> str:
@@ -268,7 +279,6 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
 
     if chat:
         yield chunk(None, None, first=True)
-    first = True
     while True:
         try:
             kind, value = await _next(job, timeout_s)
@@ -278,9 +288,6 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
                                "cancelled")
             return
         if kind == "token":  # progress only: the text comes as "text"
-            if first:
-                observer.first_token(time.perf_counter() - started)
-                first = False
             continue
         if kind == "text":
             yield chunk(value, None)
@@ -288,8 +295,7 @@ async def _stream(job: _Job, ident: str, created: int, model: str, chat: bool, o
         if value.finish_reason == "error":  # the status is sent already: the error goes in the stream
             yield _error_event(f"the model failed: {value.error}")
             return
-        observer.answered(time.perf_counter() - started)
-        observer.generated(job.prompt_tokens, len(value.token_ids))
+        job.answered(value)
         yield chunk(None, FINISH[value.finish_reason])
         yield "data: [DONE]\n\n"
         return

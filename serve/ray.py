@@ -101,16 +101,14 @@ class OptimLanguageModels:
 
     def __init__(self, files: dict, threads: int | None, max_batch: int, max_queue: int, timeout_s: float | None,
                  ep_options: dict):
-        from .llm import LanguageModel
+        from .llm import language_models
         from .metrics import Metrics
 
-        self.models = {name: LanguageModel(name, load(path, name, version, threads=threads, **ep_options), max_batch,
-                                           max_queue)
-                       for name, (path, version) in files.items()}
         self.metrics = Metrics()
         self.timeout_s = timeout_s
-        for name, lm in self.models.items():
-            self.metrics.watch_sequences(name, lm.batcher.pending)
+        served = {name: load(path, name, version, threads=threads, **ep_options)
+                  for name, (path, version) in files.items()}
+        self.models = language_models(served, max_batch, max_queue, self.metrics)
 
     def __serve_build_asgi_app__(self):
         from fastapi import FastAPI

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, Response
 import optim
 
 from .batcher import Batcher, BatcherError, QueueFull, RequestTimeout, ShuttingDown
-from .llm import LanguageModel, add_openai_routes, is_language_model
+from .llm import add_openai_routes, language_models
 from .metrics import CONTENT_TYPE, Metrics
 from .models import ServedModel
 from .protocol import HEADER_LENGTH, ProtocolError
@@ -66,10 +66,7 @@ def create_app(models: dict[str, ServedModel], options: BatchingOptions = Batchi
         metrics.watch_queue(name, lambda b=batchers[name]: b.depth)
     state = {"ready": True}
     # Causal LMs also get the OpenAI text endpoints, continuously batched (llm.py).
-    language = {name: LanguageModel(name, model, options.max_batch, options.max_queue)
-                for name, model in models.items() if is_language_model(model)}
-    for name, lm in language.items():
-        metrics.watch_sequences(name, lm.batcher.pending)
+    language = language_models(models, options.max_batch, options.max_queue, metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
