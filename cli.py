@@ -233,8 +233,9 @@ def _explain_prune(error: Exception, _verbose: bool) -> str:
               help="Instead of --ratio: the compute reduction to reach (original MACs / pruned MACs of the convolution "
                    "and linear layers), e.g. 1.5; the ratio is searched.")
 @click.option("--importance", type=click.Choice(["magnitude", "taylor"]), default="magnitude", show_default=True,
-              help="Which channels go: the smallest by weight magnitude, or by |weight x gradient| on the samples "
-                   "(Taylor: activation-aware; cross-entropy on --data's labels, else the outputs' energy).")
+              help="Which channels go: the smallest by weight magnitude, or by (weight x gradient)^2 on mini-batches "
+                   "of the samples (Taylor: activation-aware; the gradient of the cross-entropy on --data's labels, "
+                   "else of a random projection of the outputs: how far each channel moves them).")
 @click.option("--allocation", type=click.Choice(["uniform", "sensitivity"]), default="uniform", show_default=True,
               help="uniform: every group loses the same share. sensitivity: each group is pruned alone first and the "
                    "groups that move the outputs least lose more (0.5x-1.5x the share), at the same total compute.")

@@ -2,7 +2,7 @@
 the accuracy recovered on real-weight models.
 
     .venv/bin/python benchmarks/prune.py [--models resnet18,resnet50,mobilenetv2,efficientnet_b0,bert_base]
-        [--ratios 0.3,0.5] [--batches 1,8] [--runs 20] [--threads 2] [--accuracy digits,minilm] [--minilm-steps 2400]
+        [--ratios 0.3,0.5] [--batches 1,8] [--runs 20] [--threads 2] [--accuracy digits,minilm] [--minilm-steps 4800]
         [--reuse-speed earlier.json] [--json out.json] [--no-markdown]
 
 Speed: each model (optim.models.REALSIZE, random weights: accuracy means nothing there) is pruned with magnitude
@@ -10,9 +10,10 @@ importance and uniform ratios, recovered for a few steps on random inputs (to ti
 pruned models are exported, quantized to int8 and timed on OptimEP by optim.pruning itself (alternating runs,
 medians). Accuracy: the digits CNN (scikit-learn's digits, trained here) pruned by half with labels, top-1 on the
 test images; MiniLM (all-MiniLM-L6-v2, its real weights) pruned 30% (Taylor importance, sensitivity ratios) and
-distilled (batch 32, lr 5e-4) on ~5,500 English sentences from Python's own docstrings (optim.models.minilm.corpus;
-10% of them held out for the best-state choice), mean cosine of the sentence embeddings to the original's on 300
-sentences it never saw. Rewrites the tables between the prune markers in BENCHMARKS.md.
+distilled (batch 32, the default lr) on ~5,500 English sentences from Python's own docstrings
+(optim.models.minilm.corpus; 10% of them held out for the best-state choice), mean cosine of the sentence embeddings
+to the original's on 300 sentences it never saw, and its own speed-up on OptimEP at sequence 32 and 128. Rewrites
+the tables between the prune markers in BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ import torch
 
 from optim.common.machine import core_count, cpu_summary
 from optim.pruning import prune
+from optim.pruning.report import measure_latency
 from run import HERE, _replace_between
 
 MARKERS = ("<!-- prune:begin -->", "<!-- prune:end -->")
 MINILM_TEST = 300  # corpus sentences to check on (the last ones); the rest to learn from
 MINILM_LENGTH = 32
+MINILM_SPEED_LENGTHS = (32, 128)  # its sentences' length, and the suite's BERT sequence
 
 
 def parse_args(argv=None):
@@ -45,7 +48,7 @@ def parse_args(argv=None):
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=core_count())
     ap.add_argument("--accuracy", default="digits,minilm", help="real-weight models for the accuracy rows ('' none)")
-    ap.add_argument("--minilm-steps", type=int, default=2400)
+    ap.add_argument("--minilm-steps", type=int, default=4800)
     ap.add_argument("--reuse-speed", metavar="JSON",
                     help="take the speed rows from an earlier run's --json file instead of timing again (e.g. after "
                          "changing only the recovery)")
@@ -93,7 +96,7 @@ def digits_row(folder: Path) -> dict:
             "recovery_s": r.recovery.seconds, "seconds": r.seconds}
 
 
-def minilm_row(folder: Path, steps: int) -> dict:
+def minilm_row(folder: Path, steps: int, batches, runs: int, threads: int) -> dict:
     from optim.models.minilm import build, corpus, tokenize
 
     sentences = corpus()
@@ -101,16 +104,24 @@ def minilm_row(folder: Path, steps: int) -> dict:
     test = tokenize(sentences[-MINILM_TEST:], MINILM_LENGTH)
     np.savez(folder / "minilm.npz", **train)
     r = prune("minilm", folder / "minilm.pt2", ratio=0.3, data=folder / "minilm.npz", importance="taylor",
-              allocation="sensitivity", steps=steps, batch_size=32, lr=5e-4, holdout=0.1, latency=False, progress=lambda line: print(f"minilm: {line}", file=sys.stderr))
+              allocation="sensitivity", steps=steps, batch_size=32, holdout=0.1, latency=False,
+              progress=lambda line: print(f"minilm: {line}", file=sys.stderr))
     pruned = torch.export.load(str(folder / "minilm.pt2")).module()
     args = (torch.from_numpy(test["input_ids"]), torch.from_numpy(test["attention_mask"]))
     with torch.no_grad():
         want, got = build()(*args).numpy(), pruned(*args).numpy()
     cosine = np.sum(want * got, -1) / np.linalg.norm(want, axis=-1) / np.linalg.norm(got, axis=-1)
+    calibration = [{k: v[i:i + 32] for k, v in train.items()} for i in range(0, 128, 32)]
+    speed = {}
+    for length in MINILM_SPEED_LENGTHS:
+        shapes = {"input_ids": [1, length], "attention_mask": [1, length]}
+        lats = measure_latency(folder / "minilm.pt2", "minilm", {}, calibration, shapes, list(batches), runs, threads,
+                               lambda line: print(f"minilm: {line}", file=sys.stderr))
+        speed[length] = [lat.__dict__ for lat in lats]
     return {"model": "MiniLM (all-MiniLM-L6-v2)", "ratio": 0.3, "macs": r.macs, "params": r.params,
             "metric": "mean cosine to the original's embeddings (unseen sentences)", "before": 1.0,
             "after": float(np.mean(cosine)), "worst": float(np.min(cosine)), "steps": r.recovery.steps,
-            "recovery_s": r.recovery.seconds, "seconds": r.seconds}
+            "recovery_s": r.recovery.seconds, "seconds": r.seconds, "speed": speed}
 
 
 def render(rows, accuracy, machine, command, args) -> str:
@@ -145,6 +156,19 @@ def render(rows, accuracy, machine, command, args) -> str:
             lines.append(f"| {a['model']} | {a['ratio']:.0%} | {a['macs'][0] / 1e6:.4g} -> {a['macs'][1] / 1e6:.4g} | "
                          f"{a['metric']} | {a['before']:.4f} | {a['after']:.4f}{worst} | {a['steps']} "
                          f"({a['recovery_s']:.0f} s) |")
+        timed = [(a["model"], length, lat) for a in accuracy for length, lats in a.get("speed", {}).items()
+                 for lat in lats]
+        if timed:
+            lines += ["", "The real-weight models' own speed-up on OptimEP (same timing as above, at each sequence "
+                      "length):", "",
+                      "| model | sequence | batch | fp32 ms original | fp32 ms pruned | fp32 speed-up | "
+                      "int8 ms original | int8 ms pruned | int8 speed-up |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for model, length, lat in timed:
+                lines.append(f"| {model} | {length} | {lat['batch']} | {ms(lat['original_fp32'])} | "
+                             f"{ms(lat['pruned_fp32'])} | {ratio(lat['original_fp32'], lat['pruned_fp32'])} | "
+                             f"{ms(lat['original_int8'])} | {ms(lat['pruned_int8'])} | "
+                             f"{ratio(lat['original_int8'], lat['pruned_int8'])} |")
     return "\n".join(lines)
 
 
@@ -159,7 +183,8 @@ def main(argv=None) -> int:
             accuracy.append(digits_row(folder))
             print(json.dumps(accuracy[-1]), file=sys.stderr)
         if "minilm" in wanted:
-            accuracy.append(minilm_row(folder, args.minilm_steps))
+            accuracy.append(minilm_row(folder, args.minilm_steps, [int(b) for b in args.batches.split(",")], args.runs,
+                                       args.threads))
             print(json.dumps(accuracy[-1]), file=sys.stderr)
         if args.reuse_speed:
             rows = json.loads(Path(args.reuse_speed).read_text())["rows"]

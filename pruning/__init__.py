@@ -13,7 +13,7 @@ The archive goes to `optim export` like any torch.export file.
 
 from .errors import PruneError, TargetMissed
 from .prune import ALLOCATIONS, prune
-from .pruner import IMPORTANCES
+from .importance import IMPORTANCES
 from .report import Latency, PruneResult, format_report
 
 __all__ = ["ALLOCATIONS", "IMPORTANCES", "Latency", "PruneError", "PruneResult", "TargetMissed", "format_report", "prune"]

@@ -26,7 +26,8 @@ from optim.optimizer.quantization.target import Target, parse_target
 
 from .data import Samples, load_samples
 from .errors import PruneError, TargetMissed
-from .pruner import IMPORTANCES, MAX_RATIO, macs_and_params, pruned_copy, scale_for_macs
+from .importance import IMPORTANCES, taylor_gradients
+from .pruner import MAX_RATIO, macs_and_params, pruned_copy, scale_for_macs
 from .recover import distill, recalibrate_batchnorm
 from .report import PruneResult, measure_latency
 from .sensitivity import group_sensitivities, ratio_weights
@@ -36,7 +37,6 @@ from .structure import find_structure
 ALLOCATIONS = ("uniform", "sensitivity")
 RUNTIME = "PyTorch"  # where the accuracy rows were measured
 PROBE_SAMPLES = 8  # samples the sensitivity search runs on
-TAYLOR_SAMPLES = 512  # samples the Taylor importance's gradients are summed over
 # Recovery learning rates (Adam) when none is given: pretrained transformers take smaller steps.
 LR_DEFAULT = 1e-3
 LR_TRANSFORMER = 3e-4
@@ -77,9 +77,10 @@ def prune(
     speedup: instead, the compute reduction (MACs of convolution and linear layers) to reach. allocation "uniform"
     gives every group the ratio; "sensitivity" measures each group pruned alone and cuts less where the output moves
     most, at the same total compute. importance: "magnitude" (weights) or "taylor" (weights times gradients on the
-    samples). Recovery: `steps` of distillation from the original's outputs (and its hidden states where they keep
-    their shape) on the training part of the samples, at `lr` (default LR_TRANSFORMER for a model with attention,
-    else LR_DEFAULT); `data`: .npz, one array per input with samples along the first axis, `labels` optional
+    samples, squared per mini-batch: how far each channel moves the outputs, or the loss with labels; importance.py).
+    Recovery: `steps` of distillation from the original's outputs (and its hidden states where they keep their shape)
+    on the training part of the samples, at `lr` (default LR_TRANSFORMER for a model with attention, else
+    LR_DEFAULT); `data`: .npz, one array per input with samples along the first axis, `labels` optional
     (default: `samples` random or zoo example inputs), cross-entropy as well on `logits` with labels. target: "cosine>=X",
     "mean_cosine>=X", "sqnr>=DB" or "top1>=F" on the held-out part; recovery stops once it holds, and TargetMissed
     (nothing written) when it never does. latency: export both models, quantize both to int8, time all four on
@@ -149,7 +150,7 @@ def prune(
         return goal.value(rows, RUNTIME) if goal else min(lowest(rows, "cosine"))
 
     # The ratios: uniform, or weighted by sensitivity; scaled to the compute asked for.
-    grads = _gradients(train, forward, batch_size, logits_index) if importance == "taylor" else None
+    grads = taylor_gradients(train, forward, logits_index, seed) if importance == "taylor" else None
     weights_ = [1.0] * len(structure.groups)
     if allocation == "sensitivity":
         say(f"sensitivity: pruning each of {len(structure.groups)} groups alone")
@@ -255,28 +256,6 @@ def _zoo_examples(loaded):
     module_name, _, attr = entry.examples.partition(":")
     function = getattr(importlib.import_module(module_name, package="optim.models"), attr)
     return lambda seed, batch: function(seed=seed, batch=batch)
-
-
-def _gradients(train: Samples, forward, batch_size: int, logits_index: int | None):
-    """gradients(model): .grad filled from the Taylor loss on TAYLOR_SAMPLES random training samples (all, when
-    fewer): cross-entropy on the labels where there are any, else half the outputs' mean square (how much each
-    weight moves the outputs)."""
-    picked = np.random.default_rng(0).permutation(len(train))[:TAYLOR_SAMPLES]
-    subset = train.take(np.sort(picked))  # a random subset: the data may come ordered (by class, by source)
-
-    def fill(model: nn.Module) -> None:
-        model.eval()
-        with torch.enable_grad():
-            for batch in subset.batches(batch_size):
-                outs = forward(model, batch)
-                if logits_index is not None and batch.labels is not None:
-                    loss = nn.functional.cross_entropy(outs[logits_index].reshape(len(batch), -1),
-                                                       torch.from_numpy(batch.labels))
-                else:
-                    loss = sum(0.5 * torch.mean(o.float() ** 2) for o in outs)
-                loss.backward()
-
-    return fill
 
 
 def _widths(model: nn.Module, structure) -> list[int]:

@@ -1,8 +1,8 @@
 """Pruning one model at given per-group ratios with torch-pruning, and the ratio that reaches a speed-up.
 
 Ratios are per group of `Structure.groups` (a fraction of its channels, heads or feed-forward width removed);
-channel counts are rounded to a multiple of `round_to` (SIMD-friendly widths for OptimEP's kernels). Importance is
-weight magnitude (L2 per channel, summed over the group) or first-order Taylor (|w * dL/dw| on calibration inputs).
+channel counts are rounded to a multiple of `round_to` (SIMD-friendly widths for OptimEP's kernels). Importance:
+importance.py.
 """
 
 from __future__ import annotations
@@ -16,18 +16,10 @@ import torch_pruning as tp
 from torch import nn
 
 from .errors import PruneError
+from .importance import importance_of
 from .structure import Group, Structure, num_heads
 
-IMPORTANCES = ("magnitude", "taylor")
 MAX_RATIO = 0.9  # no group loses more than this share of its channels or heads
-
-
-def importance_of(kind: str):
-    if kind == "magnitude":
-        return tp.importance.MagnitudeImportance(p=2)
-    if kind == "taylor":
-        return tp.importance.TaylorImportance()
-    raise PruneError(f"importance {kind!r} is not one of {', '.join(IMPORTANCES)}")
 
 
 def macs_and_params(model: nn.Module, args: tuple) -> tuple[int, int]:
@@ -48,7 +40,7 @@ def max_ratio(group: Group, round_to: int | None) -> float:
 def prune_model(model: nn.Module, args: tuple, structure: Structure, ratios: list[float], importance: str,
                 round_to: int | None, output_transform: Callable, gradients: Callable[[nn.Module], None] | None = None) -> None:
     """Prunes `model` in place: group i of `structure` loses ratios[i] of its channels (heads for an attention
-    group). gradients(model) fills .grad for the Taylor importance."""
+    group). gradients(model) fills .grad for the Taylor importance (importance.taylor_gradients)."""
     if len(ratios) != len(structure.groups):
         raise ValueError("one ratio per group")
     modules = dict(model.named_modules())

@@ -2,11 +2,12 @@
 
 The original model's outputs on each mini-batch are the targets (no labels needed): the loss is each output's
 squared error relative to the target's mean square, plus the same averaged over the normalisation layers whose
-outputs kept their shape (a transformer's hidden state after every block), plus cross-entropy on the logits
-output where the data has labels. Adam for a bounded number of steps on random mini-batches; the held-out score is checked every
-`EVALUATIONS`th of the run and the best state is the one kept (more steps never make the result worse than
-fewer). Dropout stays off and BatchNorm keeps the re-estimated statistics while training (few samples would make
-batch statistics noisy).
+outputs kept their shape (a transformer's hidden state after every block; real tokens only where the samples have
+a token mask), plus cross-entropy on the logits output where the data has labels. Adam for a bounded number of
+steps on mini-batches (batches.py: random, or grouped by length and cut to their longest sample); the held-out
+score is checked every `EVALUATIONS`th of the run and the best state is the one kept (more steps never make the
+result worse than fewer). Dropout stays off and BatchNorm keeps the re-estimated statistics while training (few
+samples would make batch statistics noisy).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .batches import cutting_is_exact, length_batches, random_batches, token_mask_name, token_weights
 from .data import Samples
 
 EVALUATIONS = 10  # held-out checks per run
@@ -93,8 +95,13 @@ def matching_features(teacher: nn.Module, student: nn.Module, probe: Samples, fo
     return [n for n in names if n in t.caught and n in s.caught and t.caught[n].shape == s.caught[n].shape]
 
 
-def _relative_mse(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
-    return torch.mean((got - want) ** 2) / (torch.mean(want ** 2) + 1e-12)
+def _relative_mse(got: torch.Tensor, want: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+    """Squared error relative to the target's mean square; over the positions `tokens` weighs ([batch, sequence])
+    where got's leading axes are those."""
+    if tokens is None or tuple(got.shape[:2]) != tuple(tokens.shape):
+        return torch.mean((got - want) ** 2) / (torch.mean(want ** 2) + 1e-12)
+    w = tokens.reshape(*tokens.shape, *([1] * (got.dim() - 2))).to(got.dtype)
+    return torch.sum(w * (got - want) ** 2) / (torch.sum(w * want ** 2) + 1e-12)
 
 
 def distill(student: nn.Module, teacher: nn.Module, train: Samples, *, steps: int, batch_size: int, lr: float,
@@ -114,26 +121,36 @@ def distill(student: nn.Module, teacher: nn.Module, train: Samples, *, steps: in
         return Recovery(0, time.perf_counter() - t0, 0, scores, stopped_early=steps > 0)
     rng = np.random.default_rng(seed)
     features = matching_features(teacher, student, train.take(slice(0, 2)), forward)
+    mask = token_mask_name(train)
+    if mask is not None and cutting_is_exact(teacher, train, mask, forward):
+        batches = length_batches(train, batch_size, mask, rng)
+        say(f"recovery: hidden states compared on real tokens ({mask}); batches grouped by length, padding cut")
+    else:
+        batches = random_batches(train, batch_size, rng)
+        if mask is not None:
+            say(f"recovery: hidden states compared on real tokens ({mask}); padding kept (none to cut, or the "
+                f"outputs change without it)")
     params = [p for p in student.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
     every = max(1, steps // EVALUATIONS)
     student.eval()
     teacher.eval()
-    stopped, step, n = False, 0, len(train)
+    stopped, step = False, 0
     with Features(teacher, features) as taught, Features(student, features) as learnt:
         for step in range(1, steps + 1):
-            index = np.sort(rng.choice(n, size=min(batch_size, n), replace=False))
-            batch = train.take(index)
+            batch = next(batches)
+            tokens = token_weights(batch, mask)
             with torch.no_grad():
                 want = forward(teacher, batch)
             with torch.enable_grad():
                 got = forward(student, batch)
                 loss = sum(_relative_mse(g, w) for g, w in zip(got, want))
                 if features:
-                    loss = loss + sum(_relative_mse(learnt.caught[f], taught.caught[f]) for f in features) / len(features)
+                    loss = loss + sum(_relative_mse(learnt.caught[f], taught.caught[f], tokens)
+                                      for f in features) / len(features)
                 if logits_index is not None and batch.labels is not None:
-                    loss = loss + nn.functional.cross_entropy(got[logits_index].reshape(len(index), -1),
+                    loss = loss + nn.functional.cross_entropy(got[logits_index].reshape(len(batch), -1),
                                                               torch.from_numpy(batch.labels))
                 optimizer.zero_grad()
                 loss.backward()

@@ -115,11 +115,12 @@ def test_digits_cnn_pruned_by_half_keeps_its_accuracy_and_composes_with_int8(dig
     out = tmp_path / "digits.pruned.pt2"
     r = CliRunner().invoke(main, ["prune", "digits_net:build", "-o", str(out), "--weights", str(digits.weights), "--input",
                                   "x:batchx1x8x8", "--ratio", "0.5", "--data", str(digits.folder / "train.npz"),
-                                  "--importance", "taylor", "--target", "top1>=0.97", "--batch-size", "64",
+                                  "--importance", "taylor", "--target", "top1>=0.98", "--batch-size", "64",
                                   "--no-latency", "--json"])
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
-    assert report["compute_speedup"] > 2.5 and report["target"] == "top1>=0.97"
+    # recovery stops once the target holds: agreement 0.98 with the original (Taylor's pick alone gives ~0.976)
+    assert report["compute_speedup"] > 2.5 and report["target"] == "top1>=0.98"
     assert report["label_accuracy"][1] >= report["label_accuracy"][0] - MAX_TOP1_DROP
     import digits_net
 
