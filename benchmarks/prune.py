@@ -3,7 +3,7 @@ the accuracy recovered on real-weight models.
 
     .venv/bin/python benchmarks/prune.py [--models resnet18,resnet50,mobilenetv2,efficientnet_b0,bert_base]
         [--ratios 0.3,0.5] [--batches 1,8] [--runs 20] [--threads 2] [--accuracy digits,minilm] [--minilm-steps 4800]
-        [--reuse-speed earlier.json] [--json out.json] [--no-markdown]
+        [--reuse-speed earlier.json [--retime bert_base]] [--json out.json] [--no-markdown]
 
 Speed: each model (optim.models.REALSIZE, random weights: accuracy means nothing there) is pruned with magnitude
 importance and uniform ratios, recovered for a few steps on random inputs (to time a step), and the original and
@@ -52,14 +52,17 @@ def parse_args(argv=None):
     ap.add_argument("--reuse-speed", metavar="JSON",
                     help="take the speed rows from an earlier run's --json file instead of timing again (e.g. after "
                          "changing only the recovery)")
+    ap.add_argument("--retime", metavar="MODELS",
+                    help="with --reuse-speed: time these models again (at --ratios) and keep the file's rows of the "
+                         "others (e.g. after an EP change that only transformers run)")
     ap.add_argument("--json")
     ap.add_argument("--no-markdown", action="store_true")
     return ap.parse_args(argv)
 
 
-def speed_rows(args, folder: Path) -> list[dict]:
+def speed_rows(args, folder: Path, names: list[str]) -> list[dict]:
     rows = []
-    for name in args.models.split(","):
+    for name in names:
         for ratio in map(float, args.ratios.split(",")):
             t0 = time.perf_counter()
             r = prune(name, folder / f"{name}.pt2", ratio=ratio, steps=10, samples=24, batch_size=8,
@@ -71,6 +74,19 @@ def speed_rows(args, folder: Path) -> list[dict]:
             rows.append(row)
             print(json.dumps(row), file=sys.stderr)
     return rows
+
+
+def merged_rows(kept: list[dict], fresh: list[dict]) -> list[dict]:
+    """The earlier rows with each re-timed model's rows in place of its old ones (a new model at the end)."""
+    retimed = {r["model"] for r in fresh}
+    out, placed = [], set()
+    for row in kept:
+        if row["model"] not in retimed:
+            out.append(row)
+        elif row["model"] not in placed:
+            out.extend(r for r in fresh if r["model"] == row["model"])
+            placed.add(row["model"])
+    return out + [r for r in fresh if r["model"] not in placed]
 
 
 def digits_row(folder: Path) -> dict:
@@ -188,8 +204,10 @@ def main(argv=None) -> int:
             print(json.dumps(accuracy[-1]), file=sys.stderr)
         if args.reuse_speed:
             rows = json.loads(Path(args.reuse_speed).read_text())["rows"]
+            if args.retime:
+                rows = merged_rows(rows, speed_rows(args, folder, args.retime.split(",")))
         else:
-            rows = speed_rows(args, folder) if args.models else []
+            rows = speed_rows(args, folder, args.models.split(",")) if args.models else []
     machine = (f"{cpu_summary()}, {core_count()} cores; onnxruntime {ort.__version__}; {args.threads} threads; "
                f"OptimEP's kernels: auto")
     command = "`.venv/bin/python benchmarks/prune.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"

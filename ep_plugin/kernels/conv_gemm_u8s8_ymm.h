@@ -83,7 +83,7 @@ void u8s8_ymm_tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   // The common case keeps its epilogue in registers and starts the sums at the compensation.
-  const bool in_registers = cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row;
+  const bool in_registers = cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row;
   const Dot dot;
   __m256i acc[MR][2];
   unrolled<2>([&](auto h) OPTIM_INLINED {
@@ -115,7 +115,8 @@ void u8s8_ymm_tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   unrolled<MR>([&](auto i) OPTIM_INLINED {
     _mm256_store_si256(reinterpret_cast<__m256i*>(sums), acc[i][0]);
     _mm256_store_si256(reinterpret_cast<__m256i*>(sums + 8), acc[i][1]);
-    for (int64_t j = 0; j < cols; ++j) sums[j] += g.comp_col[j0 + j];
+    const int32_t row = ep.acc_row ? ep.acc_row[m + i] : 0;
+    for (int64_t j = 0; j < cols; ++j) sums[j] += g.comp_col[j0 + j] + row;
     store_row(sums, m + i, j0, cols, ep, g.c, g.ldc);
   });
   if (g.add) qadd_rows(g, m, MR, p);

@@ -104,6 +104,9 @@ struct QgemmEpilogue {
   const float* bias_row = nullptr;
   QuantOut out = QuantOut::kFloat32;
   int32_t out_zero = 0, qmin = 0, qmax = 255;  // qmin/qmax also carry a fused Relu/Clip
+  // u8 x s8 kernels only: an int32 per row added to the sums with the columns' compensation, before any float
+  // operation (QMatMul's B zero point, whose correction is per row when both operands are activations).
+  const int32_t* acc_row = nullptr;
 };
 
 // Computes rows [m0, m1) and panels [p0, p1) of C (uint8, int8 or float32 by ep.out; ldc in elements).
@@ -179,6 +182,8 @@ using QgemmU8S8Fn = void (*)(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int
 size_t qgemm_u8s8_packed_b_bytes(int64_t kq, int64_t n);
 // Packs B given as int8 values (row-major k x n with stride ldb) into kq >= ceil(k / 4) quads (zeros past k).
 void qgemm_u8s8_pack_b(const int8_t* b, int64_t ldb, int64_t k, int64_t n, int64_t kq, int8_t* dst);
+// The same from bytes each xor flip first (0x80: uint8 b as the int8 b - 128), for B that changes every run.
+void qgemm_u8s8_pack_b_bytes(const uint8_t* b, int64_t ldb, uint8_t flip, int64_t k, int64_t n, int64_t kq, int8_t* dst);
 // Whether a kernel that sums each pair of u8 x s8 products in int16 (vpmaddubsw, KernelTraits::int16_pairs) is
 // exact for B (row-major k x n, stride ldb; rows 2r and 2r + 1 form a pair, as in the quads): with a in
 // [0, 255], a0 w0 + a1 w1 stays within int16 for every a exactly when each pair's positive weights sum to at

@@ -54,7 +54,8 @@ __attribute__((always_inline)) inline void requantize16(__m512 sums, __m512 scal
 
 inline void store_row(int32_t* acc, const int32_t* comp, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep,
                       void* c, int64_t ldc) {
-  for (int64_t j = 0; j < cols; ++j) acc[j] += comp[j0 + j];
+  const int32_t row = ep.acc_row ? ep.acc_row[i] : 0;
+  for (int64_t j = 0; j < cols; ++j) acc[j] += comp[j0 + j] + row;
   if (cols == kQuadNR) {
     store16(acc, i, j0, ep, c, i * ldc + j0);
     return;

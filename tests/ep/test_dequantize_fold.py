@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import IR_VERSION, ISAS, run_cpu
+from helpers import IR_VERSION, ISAS, run_cpu, run_folded_and_apart
 from optim.ep_plugin import placement, session
 
 N = helper.make_node
@@ -116,7 +116,8 @@ def _then_gelu(model: bytes, approximate: str, requantize: bool) -> bytes:
 @pytest.mark.parametrize("requantize", [True, False], ids=["then quantized", "float"])
 def test_a_gelu_and_its_quantization_fold_in_too(isa, approximate, requantize):
     """QGemm -> DQ -> Add(bias) -> Gelu -> QuantizeLinear, one step: the same bytes as the steps apart (the GELU and
-    quantize kernels give a value the same bits wherever it lies in a row)."""
+    quantize kernels give a value the same bits wherever it lies in a row; quantized, the step looks each byte up
+    in per-column tables those kernels made)."""
     base, feeds = _model(rows=70, k=96, n=80, bias="row", seed=5)
     apart_base, _ = _model(rows=70, k=96, n=80, bias="row", seed=5, keep_unit_output=True)
     folded = session(_then_gelu(base, approximate, requantize), fallback=False, isa=isa)
@@ -126,3 +127,13 @@ def test_a_gelu_and_its_quantization_fold_in_too(isa, approximate, requantize):
     assert want in steps, steps
     assert not any("+ Gelu" in s for ss in placement(apart).compiled.values() for s in ss)
     np.testing.assert_array_equal(folded.run(None, feeds)[0], apart.run(None, feeds)[0], err_msg=f"{approximate} on {isa}")
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_a_requantized_gelu_too_wide_for_tables_computes_its_rows(isa):
+    """Past 16384 columns (4 MiB of tables) the folded GELU and QuantizeLinear run on float rows instead of per-column
+    tables: the same bytes as the steps apart either way."""
+    base, feeds = _model(rows=3, k=8, n=16385, bias="row", seed=6)
+    apart_base, _ = _model(rows=3, k=8, n=16385, bias="row", seed=6, keep_unit_output=True)
+    run_folded_and_apart(_then_gelu(base, "none", True), _then_gelu(apart_base, "none", True), feeds, isa,
+                         lambda step: step.endswith("+ Gelu 'gelu' + QuantizeLinear 'requantize'"))

@@ -308,7 +308,14 @@ def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_typ
 
 # --- activation x activation MatMul units (attention) -------------------------------------------------
 
-def _act_matmul_model(a_shape, b_shape, a_type, b_type, relu, seed):
+def _probabilities(rng, shape):
+    """uint8 rows as a softmax's quantized output (scale 1/255, zero point 0): each row sums to about 255, so every
+    pair of neighbours does too, which is what lets AVX2's u8 x s8 pair kernel take attention's P x V exactly."""
+    p = rng.dirichlet(np.full(shape[-1], 0.3), size=int(np.prod(shape[:-1])))
+    return np.clip(np.round(p * 255), 0, 255).astype(np.uint8).reshape(shape)
+
+
+def _act_matmul_model(a_shape, b_shape, a_type, b_type, relu, seed, a_probabilities=False):
     rng = np.random.default_rng(seed)
     np_of = {"u8": np.uint8, "s8": np.int8}
     onnx_of = {"u8": TensorProto.UINT8, "s8": TensorProto.INT8}
@@ -331,6 +338,8 @@ def _act_matmul_model(a_shape, b_shape, a_type, b_type, relu, seed):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
     feeds = {n: rng.integers(np.iinfo(np_of[t]).min, np.iinfo(np_of[t]).max + 1, s).astype(np_of[t])
              for n, t, s in (("a", a_type, a_shape), ("b", b_type, b_shape))}
+    if a_probabilities:
+        feeds["a"] = _probabilities(rng, a_shape)
     return model, feeds, inits
 
 
@@ -348,6 +357,12 @@ ACT_CASES = {
     "long_sequence": dict(a_shape=[1, 2, 37, 65], b_shape=[1, 2, 65, 48], a_type="u8", b_type="u8", relu=False),
     # one matrix: split over the pool, A widened in row blocks there (SegFormer's one-head attention)
     "one_head_long": dict(a_shape=[1, 1, 4100, 33], b_shape=[1, 1, 33, 40], a_type="s8", b_type="u8", relu=True),
+    # attention's P x V: A a softmax's bytes (AVX2 takes it on its u8 x s8 pair kernel; full-range A falls back to
+    # int16 pairs above), B's zero point far from 128 (the row compensation), heads per task and split alike
+    "probabilities_times_values": dict(a_shape=[2, 6, 40, 77], b_shape=[2, 6, 77, 32], a_type="u8", b_type="u8",
+                                       relu=False, a_probabilities=True),
+    "probabilities_one_head_long": dict(a_shape=[1, 1, 2100, 130], b_shape=[1, 1, 130, 24], a_type="u8", b_type="s8",
+                                        relu=False, a_probabilities=True),
 }
 
 

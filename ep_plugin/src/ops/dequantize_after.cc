@@ -3,7 +3,7 @@
 
 namespace optim {
 
-DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns) {
+DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns) : columns_(columns) {
   if (!has_stage(n, Stage::kDequantize)) return;
   const Tensor* s = g.constant(stage_value(n, Stage::kDequantize, kDqScale));
   if (!s || s->dtype != DType::kFloat32 || s->numel() != 1) throw Error(n.label() + ": its folded dequantization scale is not a float32 scalar");
@@ -34,9 +34,36 @@ DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns)
   active_ = true;
 }
 
+void DequantizeAfter::prepare(const kernels::KernelTable& kt) {
+  table_.clear();
+  if (!requantize_ || columns_ > kMaxTableColumns) return;
+  const int64_t n = columns_;
+  std::vector<uint8_t> q(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  std::vector<float> v(static_cast<size_t>(n));
+  table_.resize(static_cast<size_t>(n * 256));
+  for (int code = 0; code < 256; ++code) {  // apply()'s operations on a row of `code` bytes
+    std::fill(q.begin(), q.end(), static_cast<uint8_t>(code));
+    kt.dequantize(q.data(), true, zero_, scale_, v.data(), n);
+    if (!bias_.empty())
+      for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_[j];
+    if (gelu_) kt.unary(gelu_op_, v.data(), v.data(), n);
+    kt.quantize(v.data(), q_scale_, q_zero_, to_u8_, out.data(), n);
+    for (int64_t j = 0; j < n; ++j) table_[static_cast<size_t>(j * 256 + code)] = out[j];
+  }
+}
+
 void DequantizeAfter::apply(const RunContext& rc, const uint8_t* q, void* y, int64_t ld, int64_t m0, int64_t m1,
                             int64_t j0, int64_t j1) const {
   if (j1 <= j0) return;
+  if (!table_.empty()) {
+    const uint8_t* t = table_.data();
+    for (int64_t m = m0; m < m1; ++m) {
+      const uint8_t* __restrict src = q + m * ld;
+      uint8_t* __restrict dst = static_cast<uint8_t*>(y) + m * ld;
+      for (int64_t j = j0; j < j1; ++j) dst[j] = t[j * 256 + src[j]];
+    }
+    return;
+  }
   thread_local std::vector<float> buffer;  // the float row when the output is requantized
   if (requantize_ && buffer.size() < static_cast<size_t>(j1 - j0)) buffer.resize(static_cast<size_t>(j1 - j0));
   const int64_t n = j1 - j0;

@@ -1,5 +1,5 @@
 // The ops OptimEP builds itself while compiling a partition (domain optim.internal): integer QDQ units
-// (rewrites/qdq_units.cc), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
+// (rewrites/qdq_units.cc), attention's quantized softmax (QSoftmax), the quantized linear Resize (QResize), the channels-last forms of the layout rewrite
 // (rewrites/channels_last.cc), fused activations (rewrites/activations.cc), attention over a key / value cache
 // (rewrites/group_attention.cc) and weight-only projections of one input (rewrites/matmul_nbits_siblings.cc). A model can never claim
 // them; the rewrites that create them check what they need.
@@ -16,6 +16,7 @@ std::unique_ptr<Op> create_qgemm_unit(const Node&, const Graph&);   // qgemm.cc
 std::unique_ptr<Op> create_qconv_unit(const Node&, const Graph&);   // qconv.cc
 std::unique_ptr<Op> create_qbinary_unit(const Node&, const Graph&);  // qbinary.cc
 std::unique_ptr<Op> create_qmatmul_unit(const Node&, const Graph&); // qmatmul.cc
+std::unique_ptr<Op> create_qsoftmax(const Node&, const Graph&);     // qsoftmax.cc
 std::unique_ptr<Op> create_nhwc_conv(const Node&, const Graph&);    // conv_nhwc_op.cc
 std::unique_ptr<Op> create_nhwc_qconv(const Node&, const Graph&);   // qconv_block.cc
 std::unique_ptr<Op> create_to_nhwc(const Node&, const Graph&);      // layout.cc
@@ -37,7 +38,7 @@ std::unique_ptr<Op> create_internal_op(const Node& node, const Graph& graph) {
   static const std::map<std::string, Create> ops = {
       {"QGemm", create_qgemm_unit},           {"QConv", create_qconv_unit},
       {"QAdd", create_qbinary_unit},          {"QMul", create_qbinary_unit},
-      {"QMatMul", create_qmatmul_unit},
+      {"QMatMul", create_qmatmul_unit},     {"QSoftmax", create_qsoftmax},
       {"NhwcConv", create_nhwc_conv},         {"NhwcQConv", create_nhwc_qconv},
       {"ToNhwc", create_to_nhwc},             {"ToNchw", create_to_nchw},
       {"NhwcMaxPool", create_nhwc_maxpool},   {"NhwcAveragePool", create_nhwc_avgpool},

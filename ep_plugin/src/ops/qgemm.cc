@@ -68,6 +68,7 @@ class QGemmImpl : public Op {
     }
     wide_.clear();
     wide_.shrink_to_fit();
+    dequantized_.prepare(kt);
   }
 
   std::string kernel_name() const override { return kernel_ ? kernel_ : ""; }

@@ -97,6 +97,7 @@ size_t keep_quantized_through_data_movement(Graph& g, RewriteContext& ctx);  // 
 size_t quantize_concat_inputs(Graph& g, RewriteContext& ctx);                // qdq_concat.cc
 size_t fuse_qdq_units(Graph& g, RewriteContext& ctx);                        // qdq_units.cc
 size_t fuse_qdq_adds(Graph& g, RewriteContext& ctx);                         // qdq_binary.cc
+size_t fuse_qdq_softmax(Graph& g, RewriteContext& ctx);                      // qdq_softmax.cc
 size_t fuse_qdq_muls(Graph& g, RewriteContext& ctx);                         // qdq_binary.cc
 size_t fold_constant_dequantize(Graph& g, RewriteContext& ctx);              // constant_dequantize.cc
 size_t fuse_gelu(Graph& g, RewriteContext& ctx);                             // gelu.cc

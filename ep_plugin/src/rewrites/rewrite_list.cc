@@ -35,6 +35,7 @@ const std::vector<Rewrite>& rewrite_list() {
        {{"quantized_data_movement", "a MaxPool between two units must not hide their Q/DQ pairs"},
         {"qdq_concat", "a Concat's inputs keep their own quantization first"}}},
       {"qdq_adds", fuse_qdq_adds, {{"qdq_units", "a unit's bias Add belongs to the unit"}}},
+      {"qdq_softmax", fuse_qdq_softmax, {{"qdq_units", "the scores' QMatMul takes the QuantizeLinear before them first"}}},
       {"constant_dequantize", fold_constant_dequantize,
        {{"qdq_units", "the units take their constant weights' DequantizeLinears"},
         {"qdq_adds", "a QAdd takes its operands' DequantizeLinears"}}},
