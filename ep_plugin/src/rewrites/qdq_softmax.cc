@@ -63,8 +63,8 @@ size_t fuse_qdq_softmax(Graph& g, RewriteContext& ctx) {
     if (!is_onnx_op(&softmax, "Softmax")) continue;
     const Node* q = m.sole_reader(softmax.outputs[0]);
     if (!is_onnx_op(q, "QuantizeLinear") || !is_float_scalar(g, q->inputs[1]) || !is_int8_scalar_or_absent(g, *q, 2) ||
-        q->attr_i("saturate", 1) != 1 || q->attr_i("block_size", 0) != 0) {
-      ctx.refuse(kRewrite, softmax, "its result is not read by one QuantizeLinear per tensor");
+        q->attr_i("saturate", 1) != 1 || q->attr_i("block_size", 0) != 0 || q->attr_i("precision", 0) > 1) {
+      ctx.refuse(kRewrite, softmax, "its result is not read by one float32 QuantizeLinear per tensor");
       continue;
     }
     if (!over_last_axis(g, softmax)) {
