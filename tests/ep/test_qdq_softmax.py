@@ -6,6 +6,7 @@ the rewrite leaves alone), on every ISA, and ONNX Runtime's CPU EP's within one 
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -101,3 +102,18 @@ def test_a_mask_that_grows_the_scores_keeps_its_add_apart():
     got = sess.run(None, feeds)[0]
     assert got.shape == (4, 2, 3, 8, 8)
     assert np.abs(got.astype(np.int32) - run_cpu(model, feeds)[0].astype(np.int32)).max() <= CPU_STEPS
+
+
+def test_a_scale_constant_that_adds_dims_keeps_the_nodes_apart():
+    # [4, 9] scores * a [1, 1, 1] constant: the Mul's output is [1, 4, 9], a shape one row pass over x would not write.
+    model, feeds = _model([4, 9])
+    m = onnx.load_from_string(model)
+    for init in m.graph.initializer:
+        if init.name == "c":
+            init.CopyFrom(numpy_helper.from_array(np.full((1, 1, 1), 0.125, np.float32), "c"))
+    m.graph.output[0].type.tensor_type.ClearField("shape")
+    sess = session(m.SerializeToString(), fallback=False)
+    assert not placement(sess).rewrites.get("qdq_softmax")
+    got = sess.run(None, feeds)[0]
+    assert got.shape == (1, 4, 9)
+    assert np.abs(got.astype(np.int32) - run_cpu(m.SerializeToString(), feeds)[0].astype(np.int32)).max() <= CPU_STEPS

@@ -113,6 +113,13 @@ size_t fuse_qdq_softmax(Graph& g, RewriteContext& ctx) {
       ctx.refuse(kRewrite, softmax, "its scores do not come from a per-tensor DequantizeLinear of int8/uint8");
       continue;
     }
+    // A scalar constant of higher rank (or a mask) could grow the scores on the way; QSoftmax writes x's shape.
+    const ValueInfo* scores = g.value(dq->outputs[0]);
+    const ValueInfo* normalized = g.value(softmax.inputs[0]);
+    if (!scores || !scores->has_shape || !normalized || scores->shape != normalized->shape) {
+      ctx.refuse(kRewrite, softmax, "its input's shape is not the dequantized scores' (or is unknown)");
+      continue;
+    }
     const DType out = dtype_of(g, q->outputs[0]);
     if (out != DType::kUint8 && out != DType::kInt8) continue;
     Node fused;
