@@ -34,6 +34,17 @@ DequantizeAfter::DequantizeAfter(const Node& n, const Graph& g, int64_t columns)
   active_ = true;
 }
 
+void DequantizeAfter::row(const kernels::KernelTable& kt, const uint8_t* q, int64_t j0, int64_t n, float* v,
+                          uint8_t* requantized) const {
+  kt.dequantize(q, true, zero_, scale_, v, n);
+  if (!bias_.empty()) {
+    const float* b = bias_.data() + j0;
+    for (int64_t j = 0; j < n; ++j) v[j] = v[j] + b[j];  // Add's one rounding, whatever the vector width
+  }
+  if (gelu_) kt.unary(gelu_op_, v, v, n);
+  if (requantize_) kt.quantize(v, q_scale_, q_zero_, to_u8_, requantized, n);
+}
+
 void DequantizeAfter::prepare(const kernels::KernelTable& kt) {
   table_.clear();
   if (!requantize_ || columns_ > kMaxTableColumns) return;
@@ -41,13 +52,9 @@ void DequantizeAfter::prepare(const kernels::KernelTable& kt) {
   std::vector<uint8_t> q(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   std::vector<float> v(static_cast<size_t>(n));
   table_.resize(static_cast<size_t>(n * 256));
-  for (int code = 0; code < 256; ++code) {  // apply()'s operations on a row of `code` bytes
+  for (int code = 0; code < 256; ++code) {  // a whole row of `code` bytes through the row path
     std::fill(q.begin(), q.end(), static_cast<uint8_t>(code));
-    kt.dequantize(q.data(), true, zero_, scale_, v.data(), n);
-    if (!bias_.empty())
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] + bias_[j];
-    if (gelu_) kt.unary(gelu_op_, v.data(), v.data(), n);
-    kt.quantize(v.data(), q_scale_, q_zero_, to_u8_, out.data(), n);
+    row(kt, q.data(), 0, n, v.data(), out.data());
     for (int64_t j = 0; j < n; ++j) table_[static_cast<size_t>(j * 256 + code)] = out[j];
   }
 }
@@ -66,16 +73,9 @@ void DequantizeAfter::apply(const RunContext& rc, const uint8_t* q, void* y, int
   }
   thread_local std::vector<float> buffer;  // the float row when the output is requantized
   if (requantize_ && buffer.size() < static_cast<size_t>(j1 - j0)) buffer.resize(static_cast<size_t>(j1 - j0));
-  const int64_t n = j1 - j0;
   for (int64_t m = m0; m < m1; ++m) {
     float* v = requantize_ ? buffer.data() : static_cast<float*>(y) + m * ld + j0;  // columns [j0, j1)
-    rc.kernels.dequantize(q + m * ld + j0, true, zero_, scale_, v, n);
-    if (!bias_.empty()) {
-      const float* b = bias_.data() + j0;
-      for (int64_t j = 0; j < n; ++j) v[j] = v[j] + b[j];  // Add's one rounding, whatever the vector width
-    }
-    if (gelu_) rc.kernels.unary(gelu_op_, v, v, n);
-    if (requantize_) rc.kernels.quantize(v, q_scale_, q_zero_, to_u8_, static_cast<uint8_t*>(y) + m * ld + j0, n);
+    row(rc.kernels, q + m * ld + j0, j0, j1 - j0, v, requantize_ ? static_cast<uint8_t*>(y) + m * ld + j0 : nullptr);
   }
 }
 

@@ -33,6 +33,9 @@ class DequantizeAfter {
              int64_t j1) const;
 
  private:
+  // Columns [j0, j0 + n) of one row of the QGemm's bytes q: dequantized (and biased, GELU'd) into v, then, when
+  // requantized, quantized into `requantized`. apply() runs it per row; prepare() tabulates it.
+  void row(const kernels::KernelTable& kt, const uint8_t* q, int64_t j0, int64_t n, float* v, uint8_t* requantized) const;
   // Tables are kept to this many columns (256 bytes each: 4 MiB).
   static constexpr int64_t kMaxTableColumns = 16384;
   bool active_ = false;

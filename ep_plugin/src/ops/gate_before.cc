@@ -6,11 +6,7 @@ namespace optim {
 GateBefore::GateBefore(const Node& n, const Graph& g) {
   if (!has_stage(n, Stage::kGate)) return;
   gate_input_ = stage_input(n, Stage::kGate, kGateValue);
-  auto is_u8 = [&](const std::string& v) {
-    const ValueInfo* i = g.value(v);
-    return !i || i->dtype == DType::kUint8;
-  };
-  p_ = read_stage_qbinary_params(n, g, Stage::kGate, is_u8(n.inputs[kQGemmX]), is_u8(n.inputs[gate_input_]), true,
+  p_ = read_stage_qbinary_params(n, g, Stage::kGate, is_u8(g, n.inputs[kQGemmX]), is_u8(g, n.inputs[gate_input_]), true,
                                  kGatedAttr);
   p_.mul = true;
   label_ = n.label();

@@ -10,11 +10,6 @@
 namespace optim {
 namespace {
 
-bool is_u8(const Graph& g, const std::string& v) {
-  const ValueInfo* vi = g.value(v);
-  return !vi || vi->dtype == DType::kUint8;
-}
-
 // Copies one-byte elements of `src` (shape `from`) broadcast to shape `to` into dst. The trailing dims
 // that `from` shares with `to` are one contiguous block copied whole; only the leading part is
 // indexed (a scalar operand is a plain fill).

@@ -13,11 +13,6 @@ namespace {
 // Inputs, as the rewrite writes them.
 enum : size_t { kX = 0, kXScale, kXZero, kMask, kYScale, kYZero };
 
-bool is_u8(const Graph& g, const std::string& v) {
-  const ValueInfo* vi = g.value(v);
-  return !vi || vi->dtype == DType::kUint8;
-}
-
 class QSoftmaxImpl : public Op {
  public:
   QSoftmaxImpl(const Node& n, const Graph& g) {

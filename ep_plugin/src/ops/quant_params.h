@@ -39,6 +39,11 @@ QuantParams read_quant_params(const Node& n, const Graph& g);
 inline int32_t int8_at(const Tensor& t, int64_t i) {
   return t.dtype == DType::kUint8 ? static_cast<int32_t>(t.data<uint8_t>()[i]) : static_cast<int32_t>(t.data<int8_t>()[i]);
 }
+// Whether value v is uint8 (or of unknown type: the rewrites that build integer ops checked it is uint8 or int8).
+inline bool is_u8(const Graph& g, const std::string& v) {
+  const ValueInfo* vi = g.value(v);
+  return !vi || vi->dtype == DType::kUint8;
+}
 // A scale: constant `name` as one float32 (else Error naming `what`); a zero point: one uint8/int8 constant, 0
 // when `name` is empty.
 float float_scalar(const Graph& g, const std::string& name, const char* what);

@@ -8,18 +8,6 @@
 namespace optim {
 namespace {
 
-// The float32 scalar constant among a binary node's inputs, and the other input.
-bool scalar_operand(const Graph& g, const Node& n, float* value, std::string* other) {
-  if (n.inputs.size() != 2) return false;
-  for (size_t i = 0; i < 2; ++i) {
-    if (float_scalar_constant(g, n.inputs[i], value)) {
-      *other = n.inputs[1 - i];
-      return true;
-    }
-  }
-  return false;
-}
-
 bool near(float v, double want) { return std::fabs(v - want) <= 1e-6 * std::fabs(want); }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // Unfused, each of those is a pass over the batch x heads x queries x keys scores (in MiniLM at sequence 128, about
 // a sixth of an int8 run); QSoftmax (ops/qsoftmax.cc) does the same float operations in the same order on one row
 // at a time, in cache, so its bytes equal the unfused nodes'.
+#include <algorithm>
+
 #include "../graph_matcher.h"
 #include "qdq_checks.h"
 #include "rewrite.h"
@@ -39,16 +41,21 @@ std::string mask_operand(const Graph& g, const Node& add, const std::string& x) 
   return mask;
 }
 
-// Whether `value` is made by a DequantizeLinear, directly or through a Mul / Div by a float scalar constant.
+// For n a Mul by a float scalar constant (on either side) or a Div by one (x / c only): the scaled operand and the
+// constant.
+bool scaling(const Graph& g, const Node* n, std::string* x, float* c) {
+  if (is_onnx_op(n, "Mul")) return scalar_operand(g, *n, c, x);
+  if (!is_onnx_op(n, "Div") || n->inputs.size() != 2 || !float_scalar_constant(g, n->inputs[1], c)) return false;
+  *x = n->inputs[0];
+  return true;
+}
+
+// Whether `value` is made by a DequantizeLinear, directly or through such a scaling.
 bool scores_from_dequantize(const Graph& g, const Matcher& m, const std::string& value) {
   const Node* p = m.producer(value);
-  if (is_onnx_op(p, "DequantizeLinear")) return true;
-  if (!(is_onnx_op(p, "Mul") || is_onnx_op(p, "Div")) || p->inputs.size() != 2) return false;
+  std::string x;
   float c = 0.f;
-  for (size_t i = 0; i < 2; ++i)
-    if (float_scalar_constant(g, p->inputs[1 - i], &c) && (i == 0 || p->op == "Mul") && m.produced_by(p->inputs[i], "DequantizeLinear"))
-      return true;
-  return false;
+  return is_onnx_op(p, "DequantizeLinear") || (scaling(g, p, &x, &c) && m.produced_by(x, "DequantizeLinear"));
 }
 
 }  // namespace
@@ -75,36 +82,27 @@ size_t fuse_qdq_softmax(Graph& g, RewriteContext& ctx) {
     // scores operand is the one that leads there (a mask can be computed by a Mul too).
     std::string x = softmax.inputs[0];
     const Node* add = m.produced_by(x, "Add");
+    std::string mask;
     if (add && m.sole_reader(add->outputs[0]) == &softmax) {
-      const Node* chosen = nullptr;
-      for (const std::string& operand : add->inputs)
-        if (scores_from_dequantize(g, m, operand)) {
-          chosen = m.producer(operand);
-          x = operand;
-          break;
-        }
-      if (!chosen || mask_operand(g, *add, x).empty()) {
+      auto scores = std::find_if(add->inputs.begin(), add->inputs.end(),
+                                 [&](const std::string& operand) { return scores_from_dequantize(g, m, operand); });
+      if (scores != add->inputs.end()) mask = mask_operand(g, *add, *scores);
+      if (mask.empty()) {
         ctx.refuse(kRewrite, softmax, "the Add before it is not of dequantized scores and a mask that fits them");
         continue;
       }
+      x = *scores;
     } else {
       add = nullptr;
     }
-    const std::string mask = add ? mask_operand(g, *add, x) : "";
     const Node* scale = m.producer(x);
     float factor = 1.f;
-    bool divide = false;
     if ((is_onnx_op(scale, "Mul") || is_onnx_op(scale, "Div")) && m.sole_reader(scale->outputs[0]) &&
         scale->inputs.size() == 2) {
-      divide = scale->op == "Div";
-      // Mul: the constant on either side (x * c == c * x); Div: x / c only.
-      const int side = float_scalar_constant(g, scale->inputs[1], &factor) ? 1
-                       : !divide && float_scalar_constant(g, scale->inputs[0], &factor) ? 0 : -1;
-      if (side < 0) {
+      if (!scaling(g, scale, &x, &factor)) {
         ctx.refuse(kRewrite, softmax, "the scores are scaled by something other than a float scalar constant");
         continue;
       }
-      x = scale->inputs[1 - side];
     } else {
       scale = nullptr;
     }
@@ -131,7 +129,7 @@ size_t fuse_qdq_softmax(Graph& g, RewriteContext& ctx) {
                     q->inputs[1], q->has_input(2) ? q->inputs[2] : ""};
     fused.outputs = {q->outputs[0]};
     if (scale) {
-      fused.set_attr_s("scale_op", divide ? "Div" : "Mul");
+      fused.set_attr_s("scale_op", scale->op);
       fused.set_attr_f("scale", factor);
     }
     // The step label: the nodes in the order they ran (each note goes ahead of the earlier ones).

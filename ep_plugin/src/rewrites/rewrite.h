@@ -49,6 +49,17 @@ inline std::vector<int64_t> int64_constant(const Graph& g, const std::string& na
   if (!t || t->dtype != DType::kInt64) return {};
   return std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + t->numel());
 }
+// The float32 scalar constant among binary node n's inputs, and the other input (gelu.cc, qdq_softmax.cc).
+inline bool scalar_operand(const Graph& g, const Node& n, float* value, std::string* other) {
+  if (n.inputs.size() != 2) return false;
+  for (size_t i = 0; i < 2; ++i) {
+    if (float_scalar_constant(g, n.inputs[i], value)) {
+      *other = n.inputs[1 - i];
+      return true;
+    }
+  }
+  return false;
+}
 // The other input of binary node n when one input is `x`, else "" (rms_norm.cc, rotary.cc).
 inline std::string other_input(const Node& n, const std::string& x) {
   if (n.inputs.size() != 2) return "";
