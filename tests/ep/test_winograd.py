@@ -65,6 +65,10 @@ def _conv_step(sess) -> str:
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(winograd_cases())
 def test_winograd_matches_the_cpu_ep_and_the_direct_kernels_on_every_isa(c):
+    _check_against_cpu_and_direct(c)
+
+
+def _check_against_cpu_and_direct(c):
     model, feeds = _model(c)
     ref = run_cpu(model, feeds)[0]
     for isa in ISAS:
@@ -89,6 +93,16 @@ def test_winograd_shares_out_many_blocks_and_channel_ranges_alike():
         ref = run_cpu(model, {"x": x})[0]
         for isa in ISAS:
             assert_close(session(model, fallback=False, isa=isa).run(None, {"x": x})[0], ref, what=f"{isa} {n}x{cin}x{size}")
+
+
+@pytest.mark.parametrize("n, cin, cout, h, w, pads, act", [
+    (2, 160, 120, 31, 32, [1, 1, 1, 0], "Relu"),  # 512 tiles: two chunks (468 + 44), ragged transform blocks
+    (1, 129, 130, 7, 7, [1, 1, 1, 1], "Silu"),    # one chunk of 16 tiles, odd channels, a cut last panel
+])
+def test_wide_convolutions_run_in_chunks_of_tiles_alike(n, cin, cout, h, w, pads, act):
+    """U above 1 MB (Cin x Cout > 16384): the tiles go in chunks (V and M of a chunk within 8 MB), each step
+    over the whole chunk; a folded residual and an activation ride the output transform as in fused blocks."""
+    _check_against_cpu_and_direct(dict(n=n, cin=cin, cout=cout, h=h, w=w, pads=pads, residual=True, act=act, seed=cin))
 
 
 @pytest.mark.parametrize("geometry, why", [

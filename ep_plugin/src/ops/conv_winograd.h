@@ -13,7 +13,7 @@ class WinogradF23 {
  public:
   // A 2-D 3x3 convolution with stride 1, dilation 1 and one group: what this runs.
   static bool suits(const ConvGeometry& cg);
-  explicit WinogradF23(const ConvGeometry& cg) : cin_(cg.cin_g), cout_(cg.cout) {}
+  explicit WinogradF23(const ConvGeometry& cg);
   // weights: [Cout, Cin, 3, 3]; transformed (U = G g Gt per output and input channel) and packed as 16
   // sgemm B matrices of Cin x Cout.
   void prepare(const float* weights);
@@ -31,8 +31,17 @@ class WinogradF23 {
   Split split(const NhwcConvLayout& l) const;
   size_t slot_bytes(int64_t per_block) const;
   size_t zero_row_bytes() const { return (static_cast<size_t>(cin_) * sizeof(float) + 63) / 64 * 64; }
+  int64_t tiles(const NhwcConvLayout& l) const { return l.n * ((l.oh + 1) / 2) * ((l.ow + 1) / 2); }
+  int64_t chunk_tiles(const NhwcConvLayout& l) const;
+  // U small enough to stay in a core's L2: each block of tiles through the three steps at once.
+  void run_fused(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
+                 const kernels::ConvF32Epilogue& ep, void* scratch) const;
+  // U larger (wide channels): the tiles in chunks, each step over a whole chunk, so that U is read once a chunk.
+  void run_chunked(const RunContext& rc, const NhwcConvLayout& l, const float* x, float* y,
+                   const kernels::ConvF32Epilogue& ep, void* scratch) const;
 
   int64_t cin_ = 0, cout_ = 0;
+  bool chunked_ = false;
   size_t u_floats_ = 0;  // one packed position
   std::vector<float> u_;  // 16 packed positions
 };
