@@ -89,7 +89,7 @@ def main(argv=None) -> int:
 
     spec = {k: v for k, v in vars(args).items() if k not in ("worker", "output", "cache")}
     print(f"A/B {json.dumps(spec)}")
-    out = {"before": HERE / ".cache" / "ab_before.npy", "after": HERE / ".cache" / "ab_after.npy"}
+    out = {"before": Path(args.cache) / "ab_before.npy", "after": Path(args.cache) / "ab_after.npy"}
     ratios = []
     for r in range(args.rounds):
         order = ("before", "after") if r % 2 == 0 else ("after", "before")

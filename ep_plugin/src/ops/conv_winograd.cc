@@ -102,6 +102,15 @@ size_t WinogradF23::slot_bytes(int64_t per_block) const {
           static_cast<size_t>(per_block * 4) * sizeof(int64_t) + 63) / 64 * 64;
 }
 
+WinogradF23::Slot WinogradF23::slot_at(uint8_t* base, int64_t tiles) const {
+  Slot s;
+  s.v = reinterpret_cast<float*>(base);
+  s.m = s.v + 16 * tiles * cin_;
+  s.px = reinterpret_cast<const float**>(s.m + 16 * tiles * cout_);
+  s.pixel = reinterpret_cast<int64_t*>(s.px + tiles * 16);
+  return s;
+}
+
 int64_t WinogradF23::chunk_tiles(const NhwcConvLayout& l) const {
   const int64_t fit = kChunkBytes / (16 * static_cast<int64_t>(sizeof(float)) * (cin_ + cout_));
   return std::clamp<int64_t>(fit, 1, std::max<int64_t>(tiles(l), 1));
@@ -127,10 +136,11 @@ void WinogradF23::run_chunked(const RunContext& rc, const NhwcConvLayout& l, con
   const int64_t total = tiles(l), chunk = chunk_tiles(l), panels = (cout_ + 15) / 16;
   auto* zeros = static_cast<float*>(scratch);
   std::fill(zeros, zeros + cin_, 0.f);
-  auto* v = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + zero_row_bytes());
-  float* m = v + 16 * chunk * cin_;
-  auto** px = reinterpret_cast<const float**>(m + 16 * chunk * cout_);
-  auto* pixel = reinterpret_cast<int64_t*>(px + chunk * 16);
+  const Slot s = slot_at(static_cast<uint8_t*>(scratch) + zero_row_bytes(), chunk);
+  float* v = s.v;
+  float* m = s.m;
+  const float** px = s.px;
+  int64_t* pixel = s.pixel;
   const kernels::SgemmEpilogue plain;
   const int64_t mr = std::max<int64_t>(rc.kernels.sgemm.traits.mr, 1);
   const int64_t rows_per_task = std::max<int64_t>(mr, kGemmRowBytes / (cin_ * static_cast<int64_t>(sizeof(float))) / mr * mr);
@@ -167,10 +177,7 @@ void WinogradF23::run_fused(const RunContext& rc, const NhwcConvLayout& l, const
   const kernels::SgemmEpilogue plain;
   std::atomic<int64_t> next{0};
   rc.parallel_for(static_cast<size_t>(sp.slots), [&](size_t slot) {
-    auto* v = reinterpret_cast<float*>(slots + slot * slot_bytes(per_block));
-    float* m = v + 16 * per_block * cin_;
-    auto** px = reinterpret_cast<const float**>(m + 16 * per_block * cout_);
-    auto* pixel = reinterpret_cast<int64_t*>(px + per_block * 16);
+    const auto [v, m, px, pixel] = slot_at(slots + slot * slot_bytes(per_block), per_block);
     for (int64_t item; (item = next.fetch_add(1)) < sp.items;) {
       const int64_t t0 = item / sp.ranges * per_block, nt = std::min(per_block, sp.tiles - t0);
       const int64_t p0 = item % sp.ranges * sp.panel_step, p1 = std::min(panels, p0 + sp.panel_step);

@@ -30,6 +30,14 @@ class WinogradF23 {
   };
   Split split(const NhwcConvLayout& l) const;
   size_t slot_bytes(int64_t per_block) const;
+  // A slot's parts (slot_bytes' layout) for `tiles` tiles, from its first byte.
+  struct Slot {
+    float* v;
+    float* m;
+    const float** px;
+    int64_t* pixel;
+  };
+  Slot slot_at(uint8_t* base, int64_t tiles) const;
   size_t zero_row_bytes() const { return (static_cast<size_t>(cin_) * sizeof(float) + 63) / 64 * 64; }
   int64_t tiles(const NhwcConvLayout& l) const { return l.n * ((l.oh + 1) / 2) * ((l.ow + 1) / 2); }
   int64_t chunk_tiles(const NhwcConvLayout& l) const;
