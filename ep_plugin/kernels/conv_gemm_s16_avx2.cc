@@ -1,7 +1,8 @@
 // AVX2 NHWC int8 convolution GEMM on int16 pairs (kernel_table.h, ConvGemmQ8Args): 6 output pixels by one
 // 16-column panel; per K pair, one broadcast pair per pixel and two vpmaddwd (int16 pairs multiplied and
 // summed into int32, exact: |a*b + a'*b'| <= 2 * 255 * 255 < 2^31) per pixel, 12 ymm accumulators. The
-// epilogue is qstore_avx2.h's, so results equal the scalar reference bit for bit. Compiled with -mavx2 -mfma.
+// epilogue is qstore_avx2.h's (store_panel in registers for full panels), so results equal the scalar reference
+// bit for bit. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "conv_rows.h"
 #include "qstore_avx2.h"
+#include "unrolled.h"
 
 namespace optim::kernels {
 namespace {
@@ -23,39 +25,38 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   conv_row_bases(r, m, MR, base);
   const int64_t kp_tap = r.k_tap / 2;
   const int16_t* w = static_cast<const int16_t*>(g.w) + p * r.taps * kp_tap * 32;
-  __m256i c0[MR], c1[MR];
-#pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) {
-    c0[i] = _mm256_setzero_si256();
-    c1[i] = _mm256_setzero_si256();
-  }
+  __m256i acc[MR][2];
+  unrolled<MR>([&](auto i) OPTIM_INLINED { acc[i][0] = acc[i][1] = _mm256_setzero_si256(); });
   for (int64_t t = 0; t < r.taps; ++t) {
     const int16_t* a[MR];
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+    unrolled<MR>([&](auto i) OPTIM_INLINED { a[i] = x + base[i] + r.tap_off[t]; });
     for (int64_t q = 0; q < kp_tap; ++q, w += 32) {
       const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
       const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
-#pragma GCC unroll 6
-      for (int i = 0; i < MR; ++i) {
+      unrolled<MR>([&](auto i) OPTIM_INLINED {
         int32_t pair;
         std::memcpy(&pair, a[i] + 2 * q, sizeof(pair));
         const __m256i av = _mm256_set1_epi32(pair);
-        c0[i] = _mm256_add_epi32(c0[i], _mm256_madd_epi16(av, b0));
-        c1[i] = _mm256_add_epi32(c1[i], _mm256_madd_epi16(av, b1));
-      }
+        acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+        acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+      });
     }
   }
+  const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
-  alignas(32) int32_t acc[16];
-#pragma GCC unroll 6
-  for (int i = 0; i < MR; ++i) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(acc), c0[i]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(acc + 8), c1[i]);
-    if (g.comp_col)
-      for (int64_t j = 0; j < cols; ++j) acc[j] += g.comp_col[j0 + j];
-    store_row(acc, m + i, j0, cols, *g.ep, g.c, g.ldc);
+  // A full panel with per-column scales (every conv with per-channel weights) requantizes in registers.
+  if (cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !g.comp_col) {
+    store_panel<MR>(g, ep, acc, m, j0);
+    return;
   }
+  alignas(32) int32_t sums[16];
+  unrolled<MR>([&](auto i) OPTIM_INLINED {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sums), acc[i][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sums + 8), acc[i][1]);
+    if (g.comp_col)
+      for (int64_t j = 0; j < cols; ++j) sums[j] += g.comp_col[j0 + j];
+    store_row(sums, m + i, j0, cols, ep, g.c, g.ldc);
+  });
 }
 
 using TileFn = void (*)(const ConvGemmQ8Args&, int64_t, int64_t);

@@ -4,8 +4,8 @@
 // vpmaddwd with ones, exact for weights that pass u8s8_pairs_exact). A tile is MR output pixels by one
 // 16-column quad panel (qgemm_u8s8_pack_b: two vectors of 8 columns a K quad): per quad one broadcast per
 // pixel and two dot steps per pixel into 2 * MR accumulators, which start at the columns' zero-point
-// compensation. The epilogue runs in registers and equals qgemm_store bit for bit (store_panel); tiles at C's
-// right edge and row-wise epilogues go through qstore_avx2.h's store_row. A folded QAdd (ConvQAdd) runs on
+// compensation. The epilogue runs in registers and equals qgemm_store bit for bit (qstore_avx2.h's store_panel);
+// tiles at C's right edge and row-wise epilogues go through its store_row. A folded QAdd (ConvQAdd) runs on
 // each row of a tile once stored, while in L1 (qbinary_q8_avx2, in place). A plain GEMM is the one-tap case
 // (qgemm_u8s8_ymm). Included only by files compiled with -mavx2 -mfma (and -mavxvnni).
 #pragma once
@@ -20,47 +20,6 @@
 
 namespace optim::kernels {
 namespace {  // internal linkage: each ISA's file gets its own copy
-
-// Rows of a full 16-column panel with per-column scales: requantized and stored from registers. Equal to
-// qgemm_store bit for bit: the real values are clamped above at qmax - zero (min with the bound first keeps NaN
-// NaN), rounded half to even and converted (NaN and large negative values to INT32_MIN); the saturating packs
-// and the int16 add of the zero point then clamp below at the type's minimum, where NaN lands as in
-// qgemm_store. Only a raised floor (a fused Relu) needs the explicit max, which maps NaN to the floor too.
-template <int MR>
-OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m256i (&acc)[MR][2],
-                                      int64_t m, int64_t j0) {
-  const __m256 s0 = _mm256_loadu_ps(ep.scale_col + j0), s1 = _mm256_loadu_ps(ep.scale_col + j0 + 8);
-  const bool has_bias = ep.bias_col;
-  const __m256 b0 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0) : _mm256_setzero_ps();
-  const __m256 b1 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps();
-  auto real = [&](__m256i sums, __m256 scale, __m256 bias) OPTIM_INLINED {
-    const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
-    return has_bias ? _mm256_add_ps(r, bias) : r;
-  };
-  const bool u8 = ep.out == QuantOut::kUint8, floor_raised = ep.qmin > (u8 ? 0 : -128);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero));
-  const __m256i zero = _mm256_set1_epi16(static_cast<int16_t>(ep.out_zero));
-  auto quantized = [&](__m256 r) OPTIM_INLINED {
-    if (floor_raised) r = _mm256_max_ps(r, lo);
-    return _mm256_cvttps_epi32(_mm256_round_ps(_mm256_min_ps(hi, r), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  };
-  unrolled<MR>([&](auto i) OPTIM_INLINED {
-    const int64_t at = (m + i) * g.ldc + j0;
-    const __m256 r0 = real(acc[i][0], s0, b0), r1 = real(acc[i][1], s1, b1);
-    if (ep.out == QuantOut::kFloat32) {
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at, r0);
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, r1);
-      return;
-    }
-    // packs works within 128-bit lanes: [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], put in column order by the permute.
-    const __m256i words = _mm256_permute4x64_epi64(
-        _mm256_adds_epi16(_mm256_packs_epi32(quantized(r0), quantized(r1)), zero), 0xD8);
-    const __m128i w0 = _mm256_castsi256_si128(words), w1 = _mm256_extracti128_si256(words, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(g.c) + at),
-                     u8 ? _mm_packus_epi16(w0, w1) : _mm_packs_epi16(w0, w1));
-  });
-}
 
 // The folded QAdd on `rows` stored rows of 16-column panel p: C = Add(C, other), in place.
 inline void qadd_rows(const ConvGemmQ8Args& g, int64_t m, int64_t rows, int64_t p) {

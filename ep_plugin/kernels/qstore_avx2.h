@@ -6,9 +6,14 @@
 #include <immintrin.h>
 
 #include "qgemm_epilogue.h"
+#include "unrolled.h"
 
 namespace optim::kernels {
 namespace {  // internal linkage, as in qgemm_epilogue.h
+
+// Rounds to int32 in MXCSR's mode, as the scalar reference's std::nearbyint does: half to even unless a host
+// changed the mode, in which case both change alike. One vcvtps2dq, where vroundps + vcvttps2dq take three uops.
+inline __m256i round_to_int32(__m256 v) { return _mm256_cvtps_epi32(v); }
 
 // Eight real values of an integer output as int32, saturated and shifted by the zero point. Clamping to
 // [qmin - zero, qmax - zero] before rounding equals rounding first (the bounds are integers) and leaves
@@ -16,8 +21,7 @@ namespace {  // internal linkage, as in qgemm_epilogue.h
 inline __m256i quantize8(__m256 real, const QgemmEpilogue& ep) {
   __m256 q = _mm256_max_ps(real, _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero)));
   q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero)));
-  q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);  // half to even, whatever MXCSR says
-  return _mm256_add_epi32(_mm256_cvttps_epi32(q), _mm256_set1_epi32(ep.out_zero));
+  return _mm256_add_epi32(round_to_int32(q), _mm256_set1_epi32(ep.out_zero));
 }
 
 // Eight int32 values inside the output type's range, as its bytes.
@@ -45,6 +49,48 @@ inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, c
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) store8(acc + j, i, j0 + j, ep, c, i * ldc + j0 + j);
   for (; j < cols; ++j) qgemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
+}
+
+// Rows of a full 16-column panel with per-column scales: requantized and stored from registers. Equal to
+// qgemm_store bit for bit: the real values are clamped above at qmax - zero (min with the bound first keeps NaN
+// NaN), rounded (round_to_int32: NaN and large negative values to INT32_MIN); the saturating packs
+// and the int16 add of the zero point then clamp below at the type's minimum, where NaN lands as in
+// qgemm_store. Only a raised floor (a fused Relu) needs the explicit max, which maps NaN to the floor too.
+template <int MR>
+OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m256i (&acc)[MR][2],
+                                      int64_t m, int64_t j0) {
+  const __m256 s0 = _mm256_loadu_ps(ep.scale_col + j0), s1 = _mm256_loadu_ps(ep.scale_col + j0 + 8);
+  const bool has_bias = ep.bias_col;
+  const __m256 b0 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0) : _mm256_setzero_ps();
+  const __m256 b1 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps();
+  auto real = [&](__m256i sums, __m256 scale, __m256 bias) OPTIM_INLINED {
+    const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
+    return has_bias ? _mm256_add_ps(r, bias) : r;
+  };
+  const bool u8 = ep.out == QuantOut::kUint8, floor_raised = ep.qmin > (u8 ? 0 : -128);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero));
+  const __m256i zero = _mm256_set1_epi16(static_cast<int16_t>(ep.out_zero));
+  auto quantized = [&](__m256 r) OPTIM_INLINED {
+    if (floor_raised) r = _mm256_max_ps(r, lo);
+    return round_to_int32(_mm256_min_ps(hi, r));
+  };
+  const __m256i column_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
+  unrolled<MR>([&](auto i) OPTIM_INLINED {
+    const int64_t at = (m + i) * g.ldc + j0;
+    const __m256 r0 = real(acc[i][0], s0, b0), r1 = real(acc[i][1], s1, b1);
+    if (ep.out == QuantOut::kFloat32) {
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at, r0);
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, r1);
+      return;
+    }
+    // The packs work within 128-bit lanes: words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], then bytes with each lane's
+    // eight twice; the dword permute puts columns 0-15 in the low half (two shuffles fewer than by halves).
+    const __m256i words = _mm256_adds_epi16(_mm256_packs_epi32(quantized(r0), quantized(r1)), zero);
+    const __m256i bytes = u8 ? _mm256_packus_epi16(words, words) : _mm256_packs_epi16(words, words);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(g.c) + at),
+                     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, column_order)));
+  });
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 """Quantized element-wise regions folded into 256-byte tables (rewrites/qdq_lookup_tables.cc, ops/qlut.cc): SiLU as
 quantizers write it (DQ -> Sigmoid -> Q -> DQ -> Mul -> Q), HardSwish, a Tanh, a requantization, uint8 and
 int8. Every one of the 256 input bytes is fed, so the whole table is checked: within one quantization step
-of ONNX Runtime's float ops (whose exp/sigmoid differ from ours in the last bits), on every ISA (the scalar
-and the AVX-512 VBMI lookups), and the region must have become one QLut step."""
+of ONNX Runtime's float ops (whose exp/sigmoid differ from ours in the last bits), on every ISA (the scalar,
+AVX2 and AVX-512 VBMI lookups), and the region must have become one QLut step. Each ISA's lookup of longer
+runs of bytes must then give exactly its table's entries, whatever the length's remainder."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ N = helper.make_node
 LUT_STEP_TOLERANCE = 1  # quantization steps between the table and ORT's float ops
 
 
-def _model(body: list, q_type: int, zero: int, opset: int = 19) -> bytes:
-    """x (the 256 quantized bytes) -> DQ -> body (reads 'd', writes 'f') -> Q -> y."""
+def _model(body: list, q_type: int, zero: int, opset: int = 19, shape=(2, 128)) -> bytes:
+    """x (the 256 quantized bytes, or `shape`) -> DQ -> body (reads 'd', writes 'f') -> Q -> y."""
     zp = np.array(zero, np.uint8 if q_type == TensorProto.UINT8 else np.int8)
     inits = {"s": np.float32(0.05), "z": zp, "s2": np.float32(0.04), "s3": np.float32(0.03)}
     nodes = [N("DequantizeLinear", ["x", "s", "z"], ["d"]), *body, N("QuantizeLinear", ["f", "s3", "z"], ["y"])]
-    graph = helper.make_graph(nodes, "lut", [helper.make_tensor_value_info("x", q_type, [2, 128])],
+    graph = helper.make_graph(nodes, "lut", [helper.make_tensor_value_info("x", q_type, list(shape))],
                               [helper.make_tensor_value_info("y", q_type, None)],
                               [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION).SerializeToString()
@@ -55,6 +56,25 @@ def test_a_quantized_element_wise_region_becomes_one_table_lookup(region, q_type
         assert len(steps) == 1 and steps[0].startswith("QLut "), (isa, steps)  # not a QMul of x by a table
         got = sess.run(None, {"x": x})[0].astype(np.int32)
         assert np.abs(got - ref).max() <= LUT_STEP_TOLERANCE, (isa, region, np.abs(got - ref).max())
+
+
+@pytest.mark.parametrize("q_type", [TensorProto.UINT8, TensorProto.INT8])
+def test_every_isa_looks_runs_of_any_length_up_exactly_in_its_table(q_type):
+    """The vector lookups (AVX2's 32 bytes a step, VBMI's 64) with their tails: every byte of runs of 1 to 4099
+    bytes equals the entry that ISA's session gives for that byte alone."""
+    dtype = np.uint8 if q_type == TensorProto.UINT8 else np.int8
+    info = np.iinfo(dtype)
+    model = _model(REGIONS["silu"], q_type, 7 if q_type == TensorProto.UINT8 else -3, shape=("n",))
+    every_byte = np.arange(info.min, info.max + 1).astype(dtype)
+    rng = np.random.default_rng(5)
+    for isa in ISAS:
+        sess = session(model, fallback=False, isa=isa)
+        table = sess.run(None, {"x": every_byte})[0]
+        for n in (1, 17, 31, 32, 33, 63, 64, 65, 100, 4099):
+            x = rng.integers(info.min, info.max + 1, n).astype(dtype)
+            got = sess.run(None, {"x": x})[0]
+            np.testing.assert_array_equal(got, table[x.astype(np.int32) - info.min], err_msg=f"{isa}, {n} bytes")
+    assert len(set(table.tolist())) > 64  # a table with many distinct entries: a wrong row shows
 
 
 def test_a_region_read_halfway_keeps_the_nodes_that_value_needs():
