@@ -97,10 +97,27 @@ void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, in
   const int64_t ox_lo = std::min(g.ow, (g.pw + g.sw - 1) / g.sw);
   const int64_t last = g.w - 1 - (g.kw - 1) * g.dw + g.pw;
   const int64_t ox_hi = std::max(ox_lo, last < 0 ? 0 : std::min(g.ow, last / g.sw + 1));
+  // One pixel (at an edge, or of a run too short for the paths below), its valid taps one by one. Four channel
+  // blocks at a time: four independent sums per tap, where one block's sum alone waits on each FMA's latency.
   auto one = [&](int64_t m) {
     dwconv_pixel_taps(g, m, px);
     const int64_t image = px.img * dwconv_image_stride(g);
-    for (int64_t j = 0; j < g.channels; j += V::kLanes) {
+    int64_t j = 0;
+    constexpr int kBlocks = 4;
+    const typename V::Mask all = V::mask_of(V::kLanes);
+    for (; j + kBlocks * V::kLanes <= g.channels; j += kBlocks * V::kLanes) {
+      Reg acc[kBlocks];
+      unrolled<kBlocks>([&](auto b) { acc[b] = V::zero(); });
+      for (int64_t t = 0; t < px.count; ++t) {
+        const float* wt = w + px.tap[t] * g.channels + j;
+        const int64_t at = image + px.off[t];
+        unrolled<kBlocks>([&](auto b) {
+          acc[b] = V::fma(load_x(at, j + b * V::kLanes, all), V::load(all, wt + b * V::kLanes), acc[b]);
+        });
+      }
+      unrolled<kBlocks>([&](auto b) { finish(m, j + b * V::kLanes, all, acc[b]); });
+    }
+    for (; j < g.channels; j += V::kLanes) {
       const typename V::Mask k = V::mask_of(g.channels - j);
       Reg acc = V::zero();
       for (int64_t t = 0; t < px.count; ++t) acc = V::fma(load_x(image + px.off[t], j, k), V::load(k, w + px.tap[t] * g.channels + j), acc);
