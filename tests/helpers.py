@@ -75,14 +75,17 @@ def step_kernels(model: bytes, isa: str, **options) -> list[str]:
 
 def step_ops(labels: list[str]) -> list[str]:
     """The op type of each compiled step (its label's first word). A stem convolution that reads the partition's
-    channels-first input itself (rewrites/nchw_stem.cc, "ToNhwc 'x' + NhwcConv 'c' ...") counts as the ToNhwc and
-    the convolution it stands for, so layout tests read the same either way."""
+    channels-first input itself (rewrites/nchw_stem.cc, "ToNhwc 'x' + NhwcConv 'c' ...", for an integer stem maybe
+    after the "QuantizeLinear 'q'" it took in) counts as the steps it stands for, so layout tests read the same
+    either way."""
     ops = []
     for label in labels:
         parts = label.split(" + ")
+        taken_in = ["QuantizeLinear"] if parts[0].startswith("QuantizeLinear ") and len(parts) > 2 else []
+        parts = parts[len(taken_in):]
         host = parts[1].split(" ")[0] if len(parts) > 1 else ""
         if parts[0].startswith("ToNhwc ") and host in ("NhwcConv", "NhwcQConv"):
-            ops += ["ToNhwc", host]
+            ops += taken_in + ["ToNhwc", host]
         else:
             ops.append(label.split(" ")[0])
     return ops

@@ -196,6 +196,21 @@ bool u8s8_pairs_exact(const int8_t* b, int64_t ldb, int64_t k, int64_t n);
 // type's minimum. x = (q - zero_point) * scale.
 using QuantizeFn = void (*)(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n);
 using DequantizeFn = void (*)(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n);
+// A stem convolution's float32 channels-first pixels quantized as it reads them (its input's QuantizeLinear folded
+// in, rewrites/nchw_stem.cc): for pixels p < n, channel c < channels is x[c * plane + p], quantized as QuantizeFn
+// does, and pixel p fills kt >= channels slots of `out`: wide, q - zero as int16 with 0 in the slots past
+// `channels` (the int16-pair kernels' input); else the byte the u8 x s8 kernels read (q; int8 q flipped by +128)
+// with `pad` there.
+struct QuantizePixelsArgs {
+  float scale = 1.f;
+  int32_t zero = 0;
+  bool to_u8 = true;
+  bool wide = true;
+  int64_t kt = 1;
+  uint8_t pad = 0;
+};
+using QuantizePixelsFn = void (*)(const float* x, int64_t plane, int64_t channels, int64_t n, const QuantizePixelsArgs& a,
+                                  void* out);
 
 // --- Add or Mul of two quantized tensors, requantized (a QDQ Add / Mul unit) ---------------------------
 // y = saturate(round_half_even(((a - za) * sa OP (b - zb) * sb) / sy) + zy, qmin, qmax), OP + or *: the
@@ -509,6 +524,7 @@ struct KernelTable {
   Kernel<RnnCellFn> rnn_cell;
   Kernel<QuantizeFn> quantize;
   Kernel<DequantizeFn> dequantize;
+  Kernel<QuantizePixelsFn> quantize_pixels;
   Kernel<QBinaryFn> qbinary;
   Kernel<QgemmS16Fn> qgemm_s16;
   Kernel<QgemmU8S8Fn> qgemm_u8s8;

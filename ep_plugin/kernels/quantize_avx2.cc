@@ -8,20 +8,65 @@
 
 namespace optim::kernels {
 
+namespace {
+
+// QuantizeLinear's integers for eight values: the scalar reference's operations in its order.
+struct Quantizer {
+  __m256 scale, zero, lo, hi;
+  Quantizer(float s, int32_t z, bool to_u8)
+      : scale(_mm256_set1_ps(s)), zero(_mm256_set1_ps(static_cast<float>(z))), lo(_mm256_set1_ps(to_u8 ? 0.f : -128.f)),
+        hi(_mm256_set1_ps(to_u8 ? 255.f : 127.f)) {}
+  __m256i operator()(const float* x) const {
+    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x), scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_add_ps(v, zero);
+    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);  // max(NaN, lo) is lo: NaN becomes the minimum
+    return _mm256_cvtps_epi32(v);                  // integers already: no rounding left
+  }
+};
+
+}  // namespace
+
 void quantize_f32_avx2(const float* x, float scale, int32_t zero_point, bool to_u8, void* q, int64_t n) {
-  const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(static_cast<float>(zero_point));
-  const __m256 lo = _mm256_set1_ps(to_u8 ? 0.f : -128.f), hi = _mm256_set1_ps(to_u8 ? 255.f : 127.f);
+  const Quantizer quantize(scale, zero_point, to_u8);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm256_add_ps(v, vz);
-    v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);  // max(NaN, lo) is lo: NaN becomes the minimum
-    const __m256i w = _mm256_cvtps_epi32(v);
+    const __m256i w = quantize(x + i);
     const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
     const __m128i w8 = to_u8 ? _mm_packus_epi16(w16, w16) : _mm_packs_epi16(w16, w16);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(q) + i), w8);
   }
   if (i < n) quantize_f32_scalar(x + i, scale, zero_point, to_u8, static_cast<uint8_t*>(q) + i, n - i);
+}
+
+// Four slots a pixel (an RGB or RGBA stem), eight pixels a step: the channels' integers interleaved in registers.
+void quantize_pixels_f32_avx2(const float* x, int64_t plane, int64_t channels, int64_t n, const QuantizePixelsArgs& a,
+                              void* out) {
+  if (a.kt != 4 || channels > 4) return quantize_pixels_f32_scalar(x, plane, channels, n, a, out);
+  const Quantizer quantize(a.scale, a.zero, a.to_u8);
+  // Per channel slot: the value to store (q - zero, or the byte read), and for slots past `channels` the padding.
+  const __m256i shift = _mm256_set1_epi32(a.wide ? a.zero : (a.to_u8 ? 0 : -128));
+  const __m256i filler = _mm256_set1_epi32(a.wide ? 0 : a.pad);
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    __m256i v[4];
+    for (int64_t c = 0; c < 4; ++c)
+      v[c] = c < channels ? _mm256_sub_epi32(quantize(x + c * plane + p), shift) : filler;
+    if (a.wide) {  // int32 lanes of int16 pairs (slots 0-1, 2-3), then each pixel's two pairs side by side
+      const __m256i s01 = _mm256_blend_epi16(v[0], _mm256_slli_epi32(v[1], 16), 0xAA);
+      const __m256i s23 = _mm256_blend_epi16(v[2], _mm256_slli_epi32(v[3], 16), 0xAA);
+      const __m256i lo = _mm256_unpacklo_epi32(s01, s23), hi = _mm256_unpackhi_epi32(s01, s23);  // pixels 0,1,4,5 / 2,3,6,7
+      int16_t* o = static_cast<int16_t*>(out) + p * 4;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+    } else {  // one int32 lane a pixel: its four bytes
+      const __m256i b = _mm256_or_si256(_mm256_or_si256(v[0], _mm256_slli_epi32(v[1], 8)),
+                                        _mm256_or_si256(_mm256_slli_epi32(v[2], 16), _mm256_slli_epi32(v[3], 24)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint8_t*>(out) + p * 4), b);
+    }
+  }
+  if (p < n)
+    quantize_pixels_f32_scalar(x + p, plane, channels, n - p, a,
+                               static_cast<uint8_t*>(out) + p * 4 * (a.wide ? sizeof(int16_t) : 1));
 }
 
 void dequantize_f32_avx2(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {

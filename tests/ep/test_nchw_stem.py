@@ -2,7 +2,9 @@
 (rewrites/nchw_stem.cc): a convolution of up to 4 input channels reads the image channels-first while it copies
 its padded input, so the transposed image is never stored. Float (every ISA, against the CPU EP) and int8 (bytes
 equal to the same model on the channels-first path, EP option channels_last=0, where the convolution sums the same
-integers)."""
+integers). An int8 stem also takes in the QuantizeLinear of a float image that only it reads, when it quantizes by
+the stem's own scale and zero point: the same bytes as the QuantizeLinear kept apart, ties, saturation, infinities
+and NaN included."""
 
 from __future__ import annotations
 
@@ -66,10 +68,12 @@ def test_a_convolution_of_five_channels_keeps_the_layout_change_apart():
     assert_close(sess.run(None, feeds)[0], run_cpu(model, feeds)[0])
 
 
-def _int8_stem(x_type: str, cin: int = 3):
-    """x (uint8 / int8 image) -> QDQ Conv 3x3 stride 2 (cin -> 16) + Relu -> QDQ 1x1 Conv -> y."""
+def _int8_stem(x_type: str, cin: int = 3, float_image: bool = False, q_scale: float | None = None,
+               q_output: bool = False):
+    """x (uint8 / int8 image) -> QDQ Conv 3x3 stride 2 (cin -> 16) + Relu -> QDQ 1x1 Conv -> y. float_image: x is
+    float32, quantized first (by q_scale, default the stem's own 1/32; q_output: its bytes are an output too)."""
     x_np = np.uint8 if x_type == "u8" else np.int8
-    inits = {"xs": np.float32(0.02), "xz": np.array(100 if x_type == "u8" else -5, x_np),
+    inits = {"xs": np.float32(1 / 32), "xz": np.array(100 if x_type == "u8" else -5, x_np),
              "w": RNG.integers(-127, 128, (16, cin, 3, 3)).astype(np.int8), "ws": RNG.uniform(0.002, 0.01, 16).astype(np.float32),
              "wz": np.zeros(16, np.int8), "b": RNG.standard_normal(16).astype(np.float32), "cs": np.float32(0.05),
              "cz": np.uint8(0), "w2": RNG.integers(-127, 128, (8, 16, 1, 1)).astype(np.int8), "w2s": np.float32(0.004),
@@ -80,12 +84,24 @@ def _int8_stem(x_type: str, cin: int = 3):
              N("DequantizeLinear", ["w2", "w2s"], ["w2f"]), N("Conv", ["cd", "w2f"], ["p"], name="next"),
              N("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
     shape = [2, cin, 31, 26]
-    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
-                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    x_proto = TensorProto.UINT8 if x_type == "u8" else TensorProto.INT8
+    outputs = [helper.make_tensor_value_info("y", TensorProto.UINT8, None)]
     info = np.iinfo(x_np)
-    return model, {"x": RNG.integers(info.min, info.max + 1, shape).astype(x_np)}
+    feeds = {"x": RNG.integers(info.min, info.max + 1, shape).astype(x_np)}
+    if float_image:
+        inits["qs"] = np.float32(q_scale if q_scale is not None else 1 / 32)
+        nodes.insert(0, N("QuantizeLinear", ["x", "qs", "xz"], ["xq"], name="quantize"))
+        nodes[1].input[0] = "xq"
+        if q_output:
+            outputs.append(helper.make_tensor_value_info("xq", x_proto, None))
+        # Steps of 1/64 (ties between two integers when divided by 1/32), beyond the type's range, and non-finite.
+        x = RNG.integers(-12000, 12000, shape).astype(np.float32) / 64
+        x.flat[::97], x.flat[1::101], x.flat[2::103] = np.inf, -np.inf, np.nan
+        feeds = {"x": x}
+    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", TensorProto.FLOAT if float_image else x_proto, shape)],
+                              outputs, [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION).SerializeToString()
+    return model, feeds
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -99,3 +115,28 @@ def test_an_int8_stem_reads_the_channels_first_bytes_exactly(x_type, isa):
     got = sess.run(None, feeds)[0]
     np.testing.assert_array_equal(got, nchw.run(None, feeds)[0], err_msg=f"{x_type} on {isa}")
     assert np.abs(got.astype(np.int32) - run_cpu(model, feeds)[0].astype(np.int32)).max() <= 2
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("x_type,cin", [("u8", 3), ("s8", 3), ("u8", 1), ("s8", 4)])
+def test_an_int8_stem_quantizes_its_float_image_as_the_quantize_linear_it_takes_in(x_type, cin, isa):
+    model, feeds = _int8_stem(x_type, cin, float_image=True)
+    sess = session(model, fallback=False, isa=isa)
+    assert any(s.startswith("QuantizeLinear 'quantize' + ToNhwc 'xq/nhwc/ToNhwc' + NhwcQConv 'stem'") for s in _steps(sess)), _steps(sess)
+    apart = session(model, fallback=False, isa=isa, channels_last="0")  # the QuantizeLinear on its own, then the stem
+    assert any(s == "QuantizeLinear 'quantize'" for s in _steps(apart)), _steps(apart)
+    np.testing.assert_array_equal(sess.run(None, feeds)[0], apart.run(None, feeds)[0], err_msg=f"{x_type}, {cin} channels on {isa}")
+
+
+@pytest.mark.parametrize("case", ["its bytes are an output too", "it quantizes by another scale"])
+def test_a_quantize_linear_the_stem_cannot_take_in_stays_apart(case):
+    model, feeds = _int8_stem("u8", float_image=True, q_output=case.startswith("its bytes"),
+                              q_scale=0.04 if case.endswith("scale") else None)
+    sess = session(model, fallback=False)
+    steps = _steps(sess)
+    assert "QuantizeLinear 'quantize'" in steps and any(s.startswith("ToNhwc 'xq/nhwc/ToNhwc' + NhwcQConv 'stem'") for s in steps), steps
+    ref = run_cpu(model, feeds)
+    got = sess.run(None, feeds)
+    if len(ref) > 1:
+        np.testing.assert_array_equal(got[1], ref[1])  # the quantized image itself, as ONNX Runtime's
+    assert np.abs(got[0].astype(np.int32) - ref[0].astype(np.int32)).max() <= 2

@@ -224,7 +224,8 @@ def test_a_decoder_concat_pulls_the_layout_change_onto_its_smaller_inputs():
 
 def test_a_float_image_changes_layout_after_its_quantization():
     """Q(image) -> QDQ Conv: the layout change is not pulled above the QuantizeLinear onto the float image (4x
-    the bytes) since nothing upstream of a partition input can cancel it; the uint8 tensor changes layout."""
+    the bytes) since nothing upstream of a partition input can cancel it; the uint8 tensor changes layout (and
+    then the stem takes in both: it reads the float image channels-first and quantizes it, rewrites/nchw_stem.cc)."""
     inits = {"s": np.float32(0.03), "z": np.array(128, np.uint8), "ws": np.float32(0.01), "ys": np.float32(0.1),
              "w": RNG.integers(-127, 128, (8, 3, 3, 3)).astype(np.int8)}
     nodes = [N("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"), N("DequantizeLinear", ["xq", "s", "z"], ["xf"]),

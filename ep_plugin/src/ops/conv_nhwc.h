@@ -49,14 +49,12 @@ struct CopyValue {
   T operator()(T v) const { return v; }
 };
 
-// Copies rows [r0, r1) of the prepared input of one (image, group) from x, the group's first value, whose
-// strides in elements are `row_step` between input rows, `pixel_step` between pixels of a row and
-// `channel_step` between a pixel's channels; each pixel gets kt >= cin slots; padding pixels and the slots past
-// cin hold `pad`. convert(x) gives the stored value of an input. dst holds the prepared rows from dst_row0 on
-// (0: the whole prepared image; r0: a band of rows).
-template <typename T, typename Out, typename Convert>
-void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t pixel_step, int64_t channel_step,
-                  int64_t cin, int64_t kt, Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1, int64_t dst_row0 = 0) {
+// Rows [r0, r1) of a prepared input (dst holds them from dst_row0 on: 0, the whole prepared image; r0, a band of
+// rows), kt slots a pixel: rows and columns of padding hold `pad`, and so do the slots past cin of every pixel
+// when cin < kt; interior(iy, ix, pixels, out) writes the `pixels` input pixels of row iy from column ix on.
+template <typename Out, typename Interior>
+void prepare_rows_by(const NhwcConvLayout& l, int64_t cin, int64_t kt, Out* dst, Out pad, int64_t r0, int64_t r1,
+                     int64_t dst_row0, Interior interior) {
   const int64_t col_lo = std::min(l.wp, l.pw), col_hi = std::clamp<int64_t>(l.pw + l.w, col_lo, l.wp);
   for (int64_t r = r0; r < r1; ++r) {
     Out* row = dst + (r - dst_row0) * l.wp * kt;
@@ -73,18 +71,28 @@ void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t
       std::fill(row, row + col_lo * kt, pad);
       std::fill(row + col_hi * kt, row + l.wp * kt, pad);
     }
-    const T* src = x + iy * row_step + (col_lo - l.pw) * pixel_step;
-    Out* out = row + col_lo * kt;
-    const int64_t cols = col_hi - col_lo;
+    if (col_hi > col_lo) interior(iy, col_lo - l.pw, col_hi - col_lo, row + col_lo * kt);
+  }
+}
+
+// Copies rows [r0, r1) of the prepared input of one (image, group) from x, the group's first value, whose
+// strides in elements are `row_step` between input rows, `pixel_step` between pixels of a row and
+// `channel_step` between a pixel's channels; each pixel gets kt >= cin slots; padding pixels and the slots past
+// cin hold `pad`. convert(x) gives the stored value of an input.
+template <typename T, typename Out, typename Convert>
+void prepare_rows(const NhwcConvLayout& l, const T* x, int64_t row_step, int64_t pixel_step, int64_t channel_step,
+                  int64_t cin, int64_t kt, Out* dst, Out pad, Convert convert, int64_t r0, int64_t r1, int64_t dst_row0 = 0) {
+  prepare_rows_by(l, cin, kt, dst, pad, r0, r1, dst_row0, [&](int64_t iy, int64_t ix, int64_t cols, Out* out) {
+    const T* src = x + iy * row_step + ix * pixel_step;
     if constexpr (std::is_same_v<T, Out> && std::is_same_v<Convert, CopyValue>) {
       if (cin == kt && cin == pixel_step && channel_step == 1) {
         std::memcpy(out, src, static_cast<size_t>(cols * cin) * sizeof(T));
-        continue;
+        return;
       }
     }
     for (int64_t px = 0; px < cols; ++px, src += pixel_step, out += kt)
       for (int64_t c = 0; c < cin; ++c) out[c] = convert(src[c * channel_step]);
-  }
+  });
 }
 
 // From a channels-last image x_img: channels [c0, c0 + cin) of c_total.

@@ -24,6 +24,9 @@ QConvUnit::QConvUnit(const Node& n, const Graph& g) {
   after = QAddAfter(n, g);
   lut = LutAfter(n, ep.out == kernels::QuantOut::kInt8);
   nchw_input = n.attr_i(kNchwInputAttr, 0) != 0;  // a stem reading the partition's NCHW input (rewrites/nchw_stem.cc)
+  quantize_input = n.attr_i(kQuantizeInputAttr, 0) != 0;
+  x_scale = qp.x_scale;
+  if (quantize_input && !nchw_input) throw Error(n.label() + ": quantize_input on a unit that does not read channels-first");
 }
 
 kernels::QgemmEpilogue QConvUnit::epilogue() const {
@@ -80,6 +83,7 @@ void QGemmForm::prepare(const kernels::KernelTable& kt) {
       quad_b.clear();
   }
   u8s8_ = !quad_b.empty();
+  quantize_pixels_ = kt.quantize_pixels.fn;
   kernel_ = u8s8_ ? kt.conv_gemm_u8s8.name : kt.conv_gemm_s16.name;
   kt_ = u8s8_ ? (cg.cin_g + 3) / 4 * 4 : (cg.cin_g + 1) / 2 * 2;
   const int64_t k = taps * kt_;
@@ -182,6 +186,25 @@ void QGemmForm::prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, 
                                    int64_t r1, uint8_t* dst, int64_t dst_row0) const {
   const int64_t cin_g = u_.cg.cin_g, c0 = gi * cin_g, image = img * l.h * l.w * l.c;
   const int32_t zx = u_.x_zero;
+  if (u_.quantize_input) {  // float32 channels-first (one group): quantized a row of pixels at a time
+    kernels::QuantizePixelsArgs a;
+    a.scale = u_.x_scale;
+    a.zero = zx;
+    a.to_u8 = u_.x_dtype == DType::kUint8;
+    a.wide = !u8s8_;
+    a.kt = kt_;
+    a.pad = static_cast<uint8_t>(u_.stored_zero());
+    const float* planes = x.as<float>() + image;
+    const int64_t plane = l.h * l.w;
+    auto rows = [&](auto* d, auto pad) {
+      prepare_rows_by(l, cin_g, kt_, d, pad, r0, r1, dst_row0, [&](int64_t iy, int64_t ix, int64_t cols, auto* out) {
+        quantize_pixels_(planes + iy * l.w + ix, plane, cin_g, cols, a, out);
+      });
+    };
+    if (u8s8_) rows(dst, a.pad);
+    else rows(reinterpret_cast<int16_t*>(dst), int16_t{0});
+    return;
+  }
   // From the channels-last input, or (a stem, nchw_input) the channels-first one: one image's values.
   auto prepare = [&](auto* src, auto* d, auto pad, auto convert) {
     if (u_.nchw_input) prepare_nchw_rows(l, src + image, cin_g, kt_, d, pad, convert, r0, r1, dst_row0);

@@ -39,6 +39,8 @@ struct QConvUnit {
   QAddAfter after;
   LutAfter lut;  // after the QAdd
   bool nchw_input = false;  // input 0 is [N, C, H, W] (rewrites/nchw_stem.cc)
+  bool quantize_input = false;  // ... of float32, quantized by x_scale and x_zero as it is read
+  float x_scale = 1.f;
 
   kernels::QgemmEpilogue epilogue() const;
   // The uint8 the u8 x s8 kernels see for the zero point (int8 values are flipped by +128).
@@ -124,6 +126,7 @@ class QGemmForm : public QConvForm {
 
   bool u8s8_ = false;
   const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
+  kernels::QuantizePixelsFn quantize_pixels_ = nullptr;  // quantize_input: the table's
   int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
   std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
   std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel

@@ -49,7 +49,7 @@ std::vector<float> QuantParams::bias(int64_t channels) const {
 
 QuantParams read_quant_params(const Node& n, const Graph& g) {
   QuantParams qp;
-  const ValueInfo* x = g.value(n.inputs[kQGemmX]);
+  const ValueInfo* x = g.value(n.inputs[n.attr_i(kQuantizeInputAttr, 0) ? kQGemmXZero : kQGemmX]);
   qp.x_dtype = x ? x->dtype : DType::kUndefined;
   if (qp.x_dtype != DType::kUint8 && qp.x_dtype != DType::kInt8) throw Error("x is not uint8/int8");
   qp.x_zero = zero_point(g, n.inputs[kQGemmXZero]);

@@ -36,6 +36,9 @@ enum QGemmInput : size_t {
   kQGemmX = 0, kQGemmXScale, kQGemmXZero, kQGemmW, kQGemmWScale, kQGemmWZero, kQGemmBias, kQGemmYScale, kQGemmYZero,
   kQGemmInputCount
 };
+// The attribute of an NhwcQConv stem whose input's QuantizeLinear, by the unit's own x scale and zero point, is
+// folded in (rewrites/nchw_stem.cc): its x is float32, quantized as the unit copies it; its type is the zero point's.
+constexpr const char* kQuantizeInputAttr = "quantize_input";
 
 enum class Stage : int64_t {
   kAdd = 0, kDepthwise, kExpansion, kGate, kDequantize, kRequantize,
