@@ -59,6 +59,18 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
       _mm256_maskstore_ps(static_cast<float*>(a.c) + index, k, real);
       return;
     }
+    if (a.centered16) {  // q - zero as int16 (within [-255, 255]: the packs keep it)
+      const __m256i q = _mm256_sub_epi32(quantize8(real, ep), _mm256_set1_epi32(ep.out_zero));
+      const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      int16_t* c16 = static_cast<int16_t*>(a.c) + index;
+      if (g.channels - j >= 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(c16), words);
+      else {
+        alignas(16) int16_t tail[8];
+        _mm_store_si128(reinterpret_cast<__m128i*>(tail), words);
+        std::memcpy(c16, tail, static_cast<size_t>(lanes_of(k)) * sizeof(int16_t));
+      }
+      return;
+    }
     const __m128i bytes = bytes8(quantize8(real, ep), ep);
     uint8_t* c = static_cast<uint8_t*>(a.c) + index;
     if (g.channels - j >= 8) {

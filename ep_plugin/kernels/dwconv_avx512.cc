@@ -42,6 +42,9 @@ void dwconv_f32_avx512(int64_t m0, int64_t m1, const DwconvF32Args& a) {
 void dwconv_q8_avx512(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   const DwconvGeometry& g = a.g;
   if (g.kh * g.kw > kDwMaxTaps) return dwconv_q8_scalar(m0, m1, a);
+  // int16 outputs (an int16-pair projection after it: AVX-512 CPUs without VNNI) through the AVX2 kernel's, which
+  // the AVX2 tables test on every host, rather than a copy of that store here that only such a CPU would run.
+  if (a.centered16) return dwconv_q8_avx2(m0, m1, a);
   auto finish = [&](int64_t m, int64_t j, __mmask16 k, __m512 acc) {
     // The sums are exact integers below 2^24: converting them to int32 is exact too.
     const __m512 scale = _mm512_maskz_loadu_ps(k, a.ep->scale_col + j);

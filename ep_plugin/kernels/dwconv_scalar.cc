@@ -41,7 +41,11 @@ void dwconv_q8_scalar(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
     for (int64_t j = 0; j < g.channels; ++j) {
       float s = 0.f;  // exact: every partial sum is an integer below 2^24 (the op checks the bound)
       for (int64_t t = 0; t < px.count; ++t) s += x_at(image + px.off[t] + j) * a.w[px.tap[t] * g.channels + j];
-      qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
+      if (a.centered16)
+        static_cast<int16_t*>(a.c)[m * a.ldc + j] =
+            static_cast<int16_t>(qgemm_quantized(qgemm_real(static_cast<int32_t>(s), m, j, *a.ep), *a.ep) - a.ep->out_zero);
+      else
+        qgemm_store(static_cast<int32_t>(s), m, j, *a.ep, a.c, m * a.ldc + j);
     }
   }
 }

@@ -391,6 +391,8 @@ struct DwconvQ8Args {
   void* c = nullptr;
   int64_t ldc = 0;
   const QgemmEpilogue* ep = nullptr;
+  // c holds int16 q - out_zero (ep.out uint8 or int8), the input an int16-pair GEMM reads, instead of q's bytes.
+  bool centered16 = false;
 };
 // Output pixels [m0, m1).
 using DwconvF32Fn = void (*)(int64_t m0, int64_t m1, const DwconvF32Args& args);

@@ -20,6 +20,14 @@ inline float qgemm_real(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& 
   return real;
 }
 
+// A real value of an integer output quantized: half to even, then saturated (NaN to qmin).
+inline int32_t qgemm_quantized(float real, const QgemmEpilogue& ep) {
+  float q = std::nearbyint(real) + static_cast<float>(ep.out_zero);
+  q = q < static_cast<float>(ep.qmin) ? static_cast<float>(ep.qmin) : q;  // NaN keeps going: caught below
+  q = q > static_cast<float>(ep.qmax) ? static_cast<float>(ep.qmax) : q;
+  return q == q ? static_cast<int32_t>(q) : ep.qmin;
+}
+
 // Stores one element of C: the real value, or it quantized (half to even, then saturated).
 inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& ep, void* c, int64_t index) {
   const float real = qgemm_real(acc, i, j, ep);
@@ -27,10 +35,7 @@ inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& 
     static_cast<float*>(c)[index] = real;
     return;
   }
-  float q = std::nearbyint(real) + static_cast<float>(ep.out_zero);
-  q = q < static_cast<float>(ep.qmin) ? static_cast<float>(ep.qmin) : q;  // NaN keeps going: caught below
-  q = q > static_cast<float>(ep.qmax) ? static_cast<float>(ep.qmax) : q;
-  const int32_t v = q == q ? static_cast<int32_t>(q) : ep.qmin;
+  const int32_t v = qgemm_quantized(real, ep);
   if (ep.out == QuantOut::kUint8) static_cast<uint8_t*>(c)[index] = static_cast<uint8_t>(v);
   else static_cast<int8_t*>(c)[index] = static_cast<int8_t>(v);
 }

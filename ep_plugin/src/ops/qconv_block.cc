@@ -40,6 +40,8 @@ class QConvBlock : public Op {
     for (const NhwcQConv* u : std::initializer_list<const NhwcQConv*>{ex_.get(), projection()})
       if (u) u->gemm();  // throws when a 1x1 unit runs another form
     if (ex_ && ex_->has_qadd()) throw Error(label_ + ": its expansion has a QAdd folded in");
+    centered_tile_ = projection() && dw_unit().depthwise()->writes_centered() && projection()->gemm().reads_centered_rows() &&
+                     dw_unit().output_zero() == projection()->input_zero();
   }
 
   std::string kernel_name() const override {  // in the order they run: expansion, depthwise, projection
@@ -97,9 +99,15 @@ class QConvBlock : public Op {
           dw_unit().depthwise()->pixels(rc, g, band, 0, pixels, y + first * c);
           return;
         }
+        const uint8_t* others = ldo ? other + first * cout : other;
+        if (centered_tile_) {  // the projection's int16 rows straight from the depthwise epilogue
+          auto* rows = reinterpret_cast<int16_t*>(buf.tile);
+          dw_unit().depthwise()->centered_pixels(rc, g, band, 0, pixels, rows);
+          projection()->gemm().pointwise_centered_rows(rc, rows, pixels, y + first * cout, others, ldo);
+          return;
+        }
         dw_unit().depthwise()->pixels(rc, g, band, 0, pixels, buf.tile);
-        projection()->gemm().pointwise_rows(rc, buf.tile, pixels, y + first * cout, ldo ? other + first * cout : other, ldo,
-                                     buf.pw_scratch);
+        projection()->gemm().pointwise_rows(rc, buf.tile, pixels, y + first * cout, others, ldo, buf.pw_scratch);
       };
       for (int64_t item; (item = next.fetch_add(1)) < p.items;) {
         const int64_t img = item / p.runs, b0 = item % p.runs * p.per_run;
@@ -121,7 +129,8 @@ class QConvBlock : public Op {
   Shape depthwise_input(const Shape& x) const { return ex_ ? ex_->infer({&x})[0] : x; }
 
   // Per band: x - x_zero of its input rows (float32) and their uint8 expansion before the conversion, its
-  // depthwise tile (uint8), and what the 1x1 units copy their rows into when they cannot read them in place.
+  // depthwise tile (uint8; int16 q - zero when the projection reads those, centered_tile_), and what the 1x1 units
+  // copy their rows into when they cannot read them in place.
   DepthwiseBands plan(const NhwcConvLayout& l) const {
     return plan_depthwise_bands(l, l.c * static_cast<int64_t>(sizeof(float) + 1), l.c);
   }
@@ -134,8 +143,9 @@ class QConvBlock : public Op {
   SlotParts slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
     const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
     return {aligned(static_cast<size_t>(band_capacity_rows(p) * l.w * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
-            aligned(static_cast<size_t>(out_pixels * l.c)), aligned(ex_ ? ex_->gemm().pointwise_scratch_bytes(in_pixels) : 0),
-            aligned(projection() ? projection()->gemm().pointwise_scratch_bytes(out_pixels) : 0)};
+            aligned(static_cast<size_t>(out_pixels * l.c) * (centered_tile_ ? sizeof(int16_t) : 1)),
+            aligned(ex_ ? ex_->gemm().pointwise_scratch_bytes(in_pixels) : 0),
+            aligned(projection() && !centered_tile_ ? projection()->gemm().pointwise_scratch_bytes(out_pixels) : 0)};
   }
   // Rows the float band holds (BandRows::place).
   static int64_t band_capacity_rows(const DepthwiseBands& p) { return kBandCapacity * p.in_rows; }
@@ -153,6 +163,8 @@ class QConvBlock : public Op {
   std::string label_;
   std::unique_ptr<NhwcQConv> last_, dw_, ex_;
   size_t other_input_ = 0;  // the projection's folded QAdd's other operand, in the block node's inputs
+  // The depthwise unit writes int16 q - zero for a projection on int16 pairs (no widening copy of its bytes).
+  bool centered_tile_ = false;
 };
 
 }  // namespace

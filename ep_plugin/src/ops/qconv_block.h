@@ -4,8 +4,8 @@
 // read by others: a squeeze-excite). Like the float fold (conv_dw_pw.h), runs of bands of output rows of one
 // image (depthwise_bands.h): a band's input rows come from the expansion, requantized exactly as the unit
 // alone would, then converted to float32 for the depthwise kernel; the depthwise writes a tile in cache that
-// the projection reads at once. The expanded and depthwise tensors never go to memory; the bytes equal the
-// units run one by one.
+// the projection reads at once (for a projection on int16 pairs, as the int16 q - zero it would widen the bytes
+// to). The expanded and depthwise tensors never go to memory; the bytes equal the units run one by one.
 //
 // Node form: the last unit's own NhwcQConv node (its GEMM's inputs, its Stage::kAdd if any, and attributes as
 // qconv_nhwc.h reads them), its input 0 the block's input. A depthwise before it (the host is the projection):

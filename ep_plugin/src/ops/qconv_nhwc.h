@@ -27,6 +27,7 @@ class NhwcQConv : public Op {
   const ConvGeometry& geometry() const { return unit_.cg; }
   DType input_type() const { return unit_.x_dtype; }
   int32_t input_zero() const { return unit_.x_zero; }
+  int32_t output_zero() const { return unit_.ep.out_zero; }
   bool has_qadd() const { return static_cast<bool>(unit_.after); }
   // The folded QAdd's other operand's row stride (QAddAfter::other_stride).
   int64_t qadd_other_stride(const Shape& other, const Shape& y) const { return unit_.after.other_stride(other, y); }

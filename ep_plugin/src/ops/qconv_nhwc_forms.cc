@@ -306,6 +306,18 @@ void QGemmForm::pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t p
     }
     a = scratch;
   }
+  pointwise_gemm(rc, a, pixels, y, other, ldo);
+}
+
+void QGemmForm::pointwise_centered_rows(const RunContext& rc, const int16_t* x, int64_t pixels, uint8_t* y,
+                                        const uint8_t* other, int64_t ldo) const {
+  if (pixels <= 0) return;
+  if (!u_.cg.is_pointwise() || !reads_centered_rows()) throw Error("pointwise_centered_rows on a unit that cannot read them");
+  pointwise_gemm(rc, x, pixels, y, other, ldo);
+}
+
+void QGemmForm::pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, uint8_t* y, const uint8_t* other,
+                               int64_t ldo) const {
   static const int64_t kOneTap = 0;
   const kernels::QgemmEpilogue ep = u_.epilogue();
   kernels::ConvGemmQ8Args args;
@@ -429,8 +441,8 @@ void QDepthwiseForm::run(const RunContext& rc, const NhwcConvLayout& l, const st
   });
 }
 
-void QDepthwiseForm::pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1,
-                            uint8_t* y) const {
+void QDepthwiseForm::band_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0,
+                                 int64_t m1, void* y, bool centered16) const {
   const kernels::QgemmEpilogue ep = u_.epilogue();
   kernels::DwconvQ8Args a;
   a.g = g;
@@ -439,8 +451,20 @@ void QDepthwiseForm::pixels(const RunContext& rc, const kernels::DwconvGeometry&
   a.c = y;
   a.ldc = u_.cg.cout;
   a.ep = &ep;
+  a.centered16 = centered16;
   rc.kernels.dwconv_q8(m0, m1, a);
+}
+
+void QDepthwiseForm::pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1,
+                            uint8_t* y) const {
+  band_pixels(rc, g, x, m0, m1, y, false);
   u_.finish_rows(rc, y, nullptr, 0, m0, m1, 0, u_.cg.cout);  // a block's depthwise has no QAdd (qconv_block.cc)
+}
+
+void QDepthwiseForm::centered_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0,
+                                     int64_t m1, int16_t* y) const {
+  if (!writes_centered()) throw Error("centered_pixels on a depthwise unit with a lookup table after it");
+  band_pixels(rc, g, x, m0, m1, y, true);
 }
 
 }  // namespace optim

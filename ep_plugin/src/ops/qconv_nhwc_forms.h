@@ -96,6 +96,10 @@ class QGemmForm : public QConvForm {
   size_t pointwise_scratch_bytes(int64_t pixels) const;
   void pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
                       int64_t ldo, void* scratch) const;
+  // Whether the rows can come as int16 x - x_zero already (int16 pairs, Cin even): pointwise_centered_rows.
+  bool reads_centered_rows() const { return !u8s8_ && kt_ == u_.cg.cin_g; }
+  void pointwise_centered_rows(const RunContext& rc, const int16_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
+                               int64_t ldo) const;
 
  private:
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
@@ -106,6 +110,8 @@ class QGemmForm : public QConvForm {
   // the folded QAdd into its epilogue instead (the unit's own bytes never stored and read back).
   void gemm_rows(const RunContext& rc, const kernels::ConvGemmQ8Args& a, const uint8_t* other, int64_t ldo, int64_t m0,
                  int64_t m1, int64_t p0, int64_t p1) const;
+  // The 1x1 GEMM over `pixels` prepared rows (kt_ values each) at a.
+  void pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, uint8_t* y, const uint8_t* other, int64_t ldo) const;
   int64_t images_per_turn(const NhwcConvLayout& l) const;
   // Rows [r0, r1) of the prepared input of image img, group gi, into dst (which holds rows from dst_row0 on).
   void prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, int64_t img, int64_t gi, int64_t r0, int64_t r1,
@@ -168,8 +174,15 @@ class QDepthwiseForm : public QConvForm {
   // its folded lookup table.
   void pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1,
               uint8_t* y) const;
+  // The same as int16 q - y_zero (for an int16-pair GEMM after it), for a unit without a lookup table.
+  bool writes_centered() const { return !u_.lut; }
+  void centered_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1,
+                       int16_t* y) const;
 
  private:
+  void band_pixels(const RunContext& rc, const kernels::DwconvGeometry& g, const float* x, int64_t m0, int64_t m1, void* y,
+                   bool centered16) const;
+
   const char* kernel_ = nullptr;
   AlignedVector<float> dw_;  // taps x channels, weights minus their zero points
 };
