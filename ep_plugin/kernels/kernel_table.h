@@ -107,6 +107,9 @@ struct QgemmEpilogue {
   // u8 x s8 kernels only: an int32 per row added to the sums with the columns' compensation, before any float
   // operation (QMatMul's B zero point, whose correction is per row when both operands are activations).
   const int32_t* acc_row = nullptr;
+  // Integer outputs stored as float32 q - out_zero (C's elements floats): the quantized tensor as the float
+  // depthwise band of a MobileNet block reads it. Only the int16-pair conv kernels (conv_gemm_s16) take it.
+  bool centered_float = false;
 };
 
 // Computes rows [m0, m1) and panels [p0, p1) of C (uint8, int8 or float32 by ep.out; ldc in elements).

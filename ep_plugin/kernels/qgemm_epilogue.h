@@ -36,7 +36,8 @@ inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& 
     return;
   }
   const int32_t v = qgemm_quantized(real, ep);
-  if (ep.out == QuantOut::kUint8) static_cast<uint8_t*>(c)[index] = static_cast<uint8_t>(v);
+  if (ep.centered_float) static_cast<float*>(c)[index] = static_cast<float>(v - ep.out_zero);
+  else if (ep.out == QuantOut::kUint8) static_cast<uint8_t*>(c)[index] = static_cast<uint8_t>(v);
   else static_cast<int8_t*>(c)[index] = static_cast<int8_t>(v);
 }
 

@@ -42,7 +42,12 @@ inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogu
     _mm256_storeu_ps(static_cast<float*>(c) + index, real);
     return;
   }
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(quantize8(real, ep), ep));
+  const __m256i q = quantize8(real, ep);
+  if (ep.centered_float) {
+    _mm256_storeu_ps(static_cast<float*>(c) + index, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(ep.out_zero))));
+    return;
+  }
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(q, ep));
 }
 
 inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep, void* c, int64_t ldc) {
@@ -82,6 +87,11 @@ OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilog
     if (ep.out == QuantOut::kFloat32) {
       _mm256_storeu_ps(static_cast<float*>(g.c) + at, r0);
       _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, r1);
+      return;
+    }
+    if (ep.centered_float) {  // q - zero within [qmin - zero, qmax - zero], NaN at the floor: both bounds explicit
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at, _mm256_cvtepi32_ps(round_to_int32(_mm256_min_ps(hi, _mm256_max_ps(r0, lo)))));
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, _mm256_cvtepi32_ps(round_to_int32(_mm256_min_ps(hi, _mm256_max_ps(r1, lo)))));
       return;
     }
     // The packs work within 128-bit lanes: words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], then bytes with each lane's

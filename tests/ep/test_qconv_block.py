@@ -91,6 +91,7 @@ BLOCKS = {
     "stride 2": (dict(stride=2, hw=33), ["ex", "dw", "pw"]),
     "5x5 depthwise, stride 2": (dict(kernel=5, stride=2, hw=35), ["ex", "dw", "pw"]),
     "channels not multiples of 4": (dict(cin=6, cexp=150, cout=10), ["ex", "dw", "pw"]),
+    "an expansion's last panel of 12 channels": (dict(cin=8, cexp=44, cout=16), ["ex", "dw", "pw"]),
     "no Relu": (dict(relu=False), ["ex", "dw", "pw"]),
     "no expansion": (dict(expand=False, cin=36), ["dw", "pw"]),
     "a small image: expansion apart": (dict(hw=14), ["dw", "pw"]),

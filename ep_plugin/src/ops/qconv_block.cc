@@ -42,6 +42,7 @@ class QConvBlock : public Op {
     if (ex_ && ex_->has_qadd()) throw Error(label_ + ": its expansion has a QAdd folded in");
     centered_tile_ = projection() && dw_unit().depthwise()->writes_centered() && projection()->gemm().reads_centered_rows() &&
                      dw_unit().output_zero() == projection()->input_zero();
+    centered_band_ = ex_ && ex_->gemm().writes_centered_floats() && ex_->output_zero() == dw_unit().input_zero();
   }
 
   std::string kernel_name() const override {  // in the order they run: expansion, depthwise, projection
@@ -87,11 +88,16 @@ class QConvBlock : public Op {
         const int64_t fresh = (r1 - fresh0) * l.w;
         if (fresh > 0) {  // the rows not held yet: expanded (requantized as the unit would), then x - x_zero
           const uint8_t* rows = x + (img * l.h + fresh0) * l.w * cin;
-          if (ex_) {
-            ex_->gemm().pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
-            rows = buf.expanded;
+          float* band_rows = band + (fresh0 - r0) * l.w * c;
+          if (centered_band_) {  // the expansion's epilogue writes them as floats itself
+            ex_->gemm().pointwise_rows_as_centered_floats(rc, rows, fresh, band_rows, buf.ex_scratch);
+          } else {
+            if (ex_) {
+              ex_->gemm().pointwise_rows(rc, rows, fresh, buf.expanded, nullptr, 0, buf.ex_scratch);
+              rows = buf.expanded;
+            }
+            rc.kernels.dequantize(rows, true, dw_unit().input_zero(), 1.f, band_rows, fresh * c);
           }
-          rc.kernels.dequantize(rows, true, dw_unit().input_zero(), 1.f, band + (fresh0 - r0) * l.w * c, fresh * c);
         }
         const kernels::DwconvGeometry g = band_geometry(l, c, r0, r1, oy0, oy1);
         const int64_t pixels = (oy1 - oy0) * l.ow, first = img * l.pixels() + oy0 * l.ow;
@@ -128,9 +134,9 @@ class QConvBlock : public Op {
   }
   Shape depthwise_input(const Shape& x) const { return ex_ ? ex_->infer({&x})[0] : x; }
 
-  // Per band: x - x_zero of its input rows (float32) and their uint8 expansion before the conversion, its
-  // depthwise tile (uint8; int16 q - zero when the projection reads those, centered_tile_), and what the 1x1 units
-  // copy their rows into when they cannot read them in place.
+  // Per band: x - x_zero of its input rows (float32) and their uint8 expansion before the conversion (none when
+  // centered_band_), its depthwise tile (uint8; int16 q - zero when the projection reads those, centered_tile_),
+  // and what the 1x1 units copy their rows into when they cannot read them in place.
   DepthwiseBands plan(const NhwcConvLayout& l) const {
     return plan_depthwise_bands(l, l.c * static_cast<int64_t>(sizeof(float) + 1), l.c);
   }
@@ -142,7 +148,8 @@ class QConvBlock : public Op {
   using SlotParts = std::array<size_t, 5>;  // the bytes of each of a Slot's parts, in its order, 64-aligned
   SlotParts slot_parts(const NhwcConvLayout& l, const DepthwiseBands& p) const {
     const int64_t in_pixels = p.in_rows * l.w, out_pixels = p.rows * l.ow;
-    return {aligned(static_cast<size_t>(band_capacity_rows(p) * l.w * l.c) * sizeof(float)), aligned(static_cast<size_t>(in_pixels * l.c)),
+    return {aligned(static_cast<size_t>(band_capacity_rows(p) * l.w * l.c) * sizeof(float)),
+            aligned(centered_band_ ? 0 : static_cast<size_t>(in_pixels * l.c)),
             aligned(static_cast<size_t>(out_pixels * l.c) * (centered_tile_ ? sizeof(int16_t) : 1)),
             aligned(ex_ ? ex_->gemm().pointwise_scratch_bytes(in_pixels) : 0),
             aligned(projection() && !centered_tile_ ? projection()->gemm().pointwise_scratch_bytes(out_pixels) : 0)};
@@ -163,8 +170,9 @@ class QConvBlock : public Op {
   std::string label_;
   std::unique_ptr<NhwcQConv> last_, dw_, ex_;
   size_t other_input_ = 0;  // the projection's folded QAdd's other operand, in the block node's inputs
-  // The depthwise unit writes int16 q - zero for a projection on int16 pairs (no widening copy of its bytes).
-  bool centered_tile_ = false;
+  // The depthwise unit writes int16 q - zero for a projection on int16 pairs (no widening copy of its bytes), and
+  // an expansion on int16 pairs writes the depthwise's float band itself (no bytes converted again).
+  bool centered_tile_ = false, centered_band_ = false;
 };
 
 }  // namespace

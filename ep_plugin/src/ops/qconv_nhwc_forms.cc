@@ -280,46 +280,55 @@ size_t QGemmForm::pointwise_scratch_bytes(int64_t pixels) const {
   return u8s8_ && u_.x_dtype == DType::kUint8 && kt_ == u_.cg.cin_g ? 0 : static_cast<size_t>(pixels * kt_ * elem_bytes());
 }
 
+const void* QGemmForm::pointwise_input(const uint8_t* x, int64_t pixels, void* scratch) const {
+  if (!u_.cg.is_pointwise()) throw Error("pointwise rows on a convolution that is not 1x1");
+  if (!pointwise_scratch_bytes(pixels)) return x;
+  // The rows copied with K padded for the kernel (quads, or int16 pairs).
+  const int64_t c = u_.cg.cin_g;
+  const bool from_u8 = u_.x_dtype == DType::kUint8;
+  if (u8s8_) {
+    uint8_t* d = static_cast<uint8_t*>(scratch);
+    const auto pad = static_cast<uint8_t>(u_.stored_zero());
+    for (int64_t m = 0; m < pixels; ++m) {
+      for (int64_t k = 0; k < c; ++k) d[m * kt_ + k] = from_u8 ? x[m * c + k] : static_cast<uint8_t>(x[m * c + k] ^ 0x80);
+      for (int64_t k = c; k < kt_; ++k) d[m * kt_ + k] = pad;
+    }
+  } else {
+    int16_t* d = static_cast<int16_t*>(scratch);
+    for (int64_t m = 0; m < pixels; ++m) {
+      if (from_u8)
+        widen_row(x + m * c, c, u_.x_zero, kt_, d + m * kt_);
+      else
+        widen_row(reinterpret_cast<const int8_t*>(x) + m * c, c, u_.x_zero, kt_, d + m * kt_);
+    }
+  }
+  return scratch;
+}
+
 void QGemmForm::pointwise_rows(const RunContext& rc, const uint8_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
                                int64_t ldo, void* scratch) const {
-  if (pixels <= 0) return;
-  if (!u_.cg.is_pointwise()) throw Error("pointwise_rows on a convolution that is not 1x1");
-  const void* a = x;
-  if (pointwise_scratch_bytes(pixels)) {  // the rows copied with K padded for the kernel (quads, or int16 pairs)
-    const int64_t c = u_.cg.cin_g;
-    const bool from_u8 = u_.x_dtype == DType::kUint8;
-    if (u8s8_) {
-      uint8_t* d = static_cast<uint8_t*>(scratch);
-      const auto pad = static_cast<uint8_t>(u_.stored_zero());
-      for (int64_t m = 0; m < pixels; ++m) {
-        for (int64_t k = 0; k < c; ++k) d[m * kt_ + k] = from_u8 ? x[m * c + k] : static_cast<uint8_t>(x[m * c + k] ^ 0x80);
-        for (int64_t k = c; k < kt_; ++k) d[m * kt_ + k] = pad;
-      }
-    } else {
-      int16_t* d = static_cast<int16_t*>(scratch);
-      for (int64_t m = 0; m < pixels; ++m) {
-        if (from_u8)
-          widen_row(x + m * c, c, u_.x_zero, kt_, d + m * kt_);
-        else
-          widen_row(reinterpret_cast<const int8_t*>(x) + m * c, c, u_.x_zero, kt_, d + m * kt_);
-      }
-    }
-    a = scratch;
-  }
-  pointwise_gemm(rc, a, pixels, y, other, ldo);
+  if (pixels > 0) pointwise_gemm(rc, pointwise_input(x, pixels, scratch), pixels, y, other, ldo, false);
 }
 
 void QGemmForm::pointwise_centered_rows(const RunContext& rc, const int16_t* x, int64_t pixels, uint8_t* y,
                                         const uint8_t* other, int64_t ldo) const {
   if (pixels <= 0) return;
   if (!u_.cg.is_pointwise() || !reads_centered_rows()) throw Error("pointwise_centered_rows on a unit that cannot read them");
-  pointwise_gemm(rc, x, pixels, y, other, ldo);
+  pointwise_gemm(rc, x, pixels, y, other, ldo, false);
 }
 
-void QGemmForm::pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, uint8_t* y, const uint8_t* other,
-                               int64_t ldo) const {
+void QGemmForm::pointwise_rows_as_centered_floats(const RunContext& rc, const uint8_t* x, int64_t pixels, float* y,
+                                                  void* scratch) const {
+  if (pixels <= 0) return;
+  if (!writes_centered_floats()) throw Error("pointwise_rows_as_centered_floats on a unit that cannot write them");
+  pointwise_gemm(rc, pointwise_input(x, pixels, scratch), pixels, y, nullptr, 0, true);
+}
+
+void QGemmForm::pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, void* y, const uint8_t* other,
+                               int64_t ldo, bool centered_float) const {
   static const int64_t kOneTap = 0;
-  const kernels::QgemmEpilogue ep = u_.epilogue();
+  kernels::QgemmEpilogue ep = u_.epilogue();
+  ep.centered_float = centered_float;
   kernels::ConvGemmQ8Args args;
   args.a = {a, pixels, pixels, pixels * kt_, 1, 1, pixels, kt_, 1, kt_, &kOneTap};  // a plain GEMM (ConvRows)
   args.w = packed_[0].data();

@@ -100,6 +100,10 @@ class QGemmForm : public QConvForm {
   bool reads_centered_rows() const { return !u8s8_ && kt_ == u_.cg.cin_g; }
   void pointwise_centered_rows(const RunContext& rc, const int16_t* x, int64_t pixels, uint8_t* y, const uint8_t* other,
                                int64_t ldo) const;
+  // Whether the output can go out as float32 q - y_zero (int16 pairs, nothing folded after the sums), the float
+  // band a block's depthwise reads: pointwise_rows_as_centered_floats (rows of Cout floats).
+  bool writes_centered_floats() const { return !u8s8_ && !u_.after && !u_.lut; }
+  void pointwise_rows_as_centered_floats(const RunContext& rc, const uint8_t* x, int64_t pixels, float* y, void* scratch) const;
 
  private:
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
@@ -110,8 +114,11 @@ class QGemmForm : public QConvForm {
   // the folded QAdd into its epilogue instead (the unit's own bytes never stored and read back).
   void gemm_rows(const RunContext& rc, const kernels::ConvGemmQ8Args& a, const uint8_t* other, int64_t ldo, int64_t m0,
                  int64_t m1, int64_t p0, int64_t p1) const;
-  // The 1x1 GEMM over `pixels` prepared rows (kt_ values each) at a.
-  void pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, uint8_t* y, const uint8_t* other, int64_t ldo) const;
+  // The 1x1 GEMM over `pixels` prepared rows (kt_ values each) at a (pointwise_input: x's rows as the kernel reads
+  // them, copied into scratch when they need to be), into y (QgemmEpilogue::centered_float: floats).
+  const void* pointwise_input(const uint8_t* x, int64_t pixels, void* scratch) const;
+  void pointwise_gemm(const RunContext& rc, const void* a, int64_t pixels, void* y, const uint8_t* other, int64_t ldo,
+                      bool centered_float) const;
   int64_t images_per_turn(const NhwcConvLayout& l) const;
   // Rows [r0, r1) of the prepared input of image img, group gi, into dst (which holds rows from dst_row0 on).
   void prepare_image_rows(const NhwcConvLayout& l, const TensorRef& x, int64_t img, int64_t gi, int64_t r0, int64_t r1,
