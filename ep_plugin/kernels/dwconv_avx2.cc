@@ -60,7 +60,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
       return;
     }
     if (a.centered16) {  // q - zero as int16 (within [-255, 255]: the packs keep it)
-      const __m256i q = _mm256_sub_epi32(quantize8(real, ep), _mm256_set1_epi32(ep.out_zero));
+      const __m256i q = centered8(real, ep);
       const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
       int16_t* c16 = static_cast<int16_t*>(a.c) + index;
       if (g.channels - j >= 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(c16), words);

@@ -15,13 +15,18 @@ namespace {  // internal linkage, as in qgemm_epilogue.h
 // changed the mode, in which case both change alike. One vcvtps2dq, where vroundps + vcvttps2dq take three uops.
 inline __m256i round_to_int32(__m256 v) { return _mm256_cvtps_epi32(v); }
 
-// Eight real values of an integer output as int32, saturated and shifted by the zero point. Clamping to
-// [qmin - zero, qmax - zero] before rounding equals rounding first (the bounds are integers) and leaves
-// the integer add exact; max returns its second operand for NaN, so NaN becomes qmin as in the scalar code.
-inline __m256i quantize8(__m256 real, const QgemmEpilogue& ep) {
+// Eight real values of an integer output as int32 q - zero: saturated to [qmin - zero, qmax - zero] and rounded.
+// Clamping before rounding equals rounding first (the bounds are integers); max returns its second operand for
+// NaN, so NaN becomes qmin - zero as in the scalar code. The centered outputs store these as they are.
+inline __m256i centered8(__m256 real, const QgemmEpilogue& ep) {
   __m256 q = _mm256_max_ps(real, _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero)));
   q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero)));
-  return _mm256_add_epi32(round_to_int32(q), _mm256_set1_epi32(ep.out_zero));
+  return round_to_int32(q);
+}
+
+// The same shifted by the zero point: q itself (the integer add is exact).
+inline __m256i quantize8(__m256 real, const QgemmEpilogue& ep) {
+  return _mm256_add_epi32(centered8(real, ep), _mm256_set1_epi32(ep.out_zero));
 }
 
 // Eight int32 values inside the output type's range, as its bytes.
@@ -42,12 +47,11 @@ inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogu
     _mm256_storeu_ps(static_cast<float*>(c) + index, real);
     return;
   }
-  const __m256i q = quantize8(real, ep);
   if (ep.centered_float) {
-    _mm256_storeu_ps(static_cast<float*>(c) + index, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, _mm256_set1_epi32(ep.out_zero))));
+    _mm256_storeu_ps(static_cast<float*>(c) + index, _mm256_cvtepi32_ps(centered8(real, ep)));
     return;
   }
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(q, ep));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(quantize8(real, ep), ep));
 }
 
 inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep, void* c, int64_t ldc) {
@@ -89,9 +93,9 @@ OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilog
       _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, r1);
       return;
     }
-    if (ep.centered_float) {  // q - zero within [qmin - zero, qmax - zero], NaN at the floor: both bounds explicit
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at, _mm256_cvtepi32_ps(round_to_int32(_mm256_min_ps(hi, _mm256_max_ps(r0, lo)))));
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, _mm256_cvtepi32_ps(round_to_int32(_mm256_min_ps(hi, _mm256_max_ps(r1, lo)))));
+    if (ep.centered_float) {  // q - zero: both bounds explicit (no pack saturates the floor here)
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at, _mm256_cvtepi32_ps(centered8(r0, ep)));
+      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, _mm256_cvtepi32_ps(centered8(r1, ep)));
       return;
     }
     // The packs work within 128-bit lanes: words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], then bytes with each lane's
