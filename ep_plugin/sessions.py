@@ -91,13 +91,13 @@ def session(
     config: extra ONNX Runtime session config entries (e.g. {"session.intra_op.allow_spinning": "0"}).
     ort_profile_prefix: turns on ONNX Runtime's own profiler; its trace goes to PREFIX_<date>.json and
     sess.end_profiling() returns the path.
-    ep_options: see EP_OPTIONS; values are strings (ints are converted).
+    ep_options: see EP_OPTIONS; values are strings (ints are converted); None leaves an option unset.
     """
     register()
     unknown = sorted(set(ep_options) - set(EP_OPTIONS))
     if unknown:
         raise ValueError(f"unknown OptimEP option(s) {', '.join(unknown)}; known: {', '.join(EP_OPTIONS)}")
-    options = {k: str(v) for k, v in ep_options.items()}
+    options = {k: str(v) for k, v in ep_options.items() if v is not None}
     report = options.get("placement_report")
     own_report = report is None
     if own_report:

@@ -86,6 +86,16 @@ def test_profiling_off_changes_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == [tmp_path / "steps.json"]  # only the profiled session wrote
 
 
+def test_profile_none_means_off(tmp_path, monkeypatch):
+    """A caller passing the option through (profile=args.profile) gets no profile, not a file named 'None'."""
+    monkeypatch.chdir(tmp_path)
+    sess = session(MODEL, profile=None)
+    sess.run(None, _feeds())
+    del sess
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_path_that_cannot_be_written_fails_session_creation_naming_the_option(tmp_path):
     with pytest.raises(Exception, match="cannot write profile '.*no-such-folder/steps.json'"):
         session(MODEL, profile=str(tmp_path / "no-such-folder" / "steps.json"))
