@@ -1,6 +1,7 @@
 """QDQ integer units and their exact replicas, shared by the tests of the integer GEMM and convolution kernels:
 a MatMul / Gemm unit (qgemm_unit_model) and a Conv unit over conv_cases' geometries (qconv_unit_model), each with
-an int64 numpy replica of what OptimEP's integer unit computes (exact sums, then the float32 epilogue)."""
+an int64 numpy replica of what OptimEP's integer unit computes (exact sums, then the float32 epilogue); a unit
+whose output a QDQ Add takes (unit_add_model: a residual connection or a bias row, for the QAdd fold)."""
 
 from __future__ import annotations
 
@@ -136,3 +137,52 @@ def qconv_unit_replica(x, c: dict, p: dict) -> np.ndarray:
     y = requantize(acc, p["x_scale"], p["w_scale"], p["y_scale"], p["y_zp"], int(p["y_zp"]) if c["relu"] else info.min,
                    info.max, bias, channel_axis=1).astype(p["y_zp"].dtype)
     return y[:, :, 0, :] if sp == 1 else y
+
+
+def unit_add_model(unit: str, *, group: int = 1, relu: bool = False, other_type: str = "u8", out_type: str = "u8",
+           cout: int = 32, keep_unit_output: bool = False, batch: int = 2, seed: int = 0, w_top: int = 127,
+           cin: int = 32, hw: int = 9):
+    """x (u8) -> DQ -> unit (Conv, or MatMul over [batch, 9, 32]) -> Q -> DQ -> Add(DQ(other)) [-> Relu] -> Q -> y.
+    Conv: other is a residual of the output's shape, from a 1x1 QDQ convolution of x (a ResNet's downsampling
+    branch: channels last like the unit); MatMul: a quantized bias row (a constant). out_type: the unit's
+    quantized output and y (the fold needs them alike). w_top: the unit's weights lie in [-w_top, w_top] (64: 7-bit
+    weights, which AVX2 runs on its u8 x s8 pair kernels); cin, hw: the convolution's input channels and image size."""
+    rng = np.random.default_rng(seed)
+    o_np = np.uint8 if other_type == "u8" else np.int8
+    y_np, y_proto = (np.uint8, TensorProto.UINT8) if out_type == "u8" else (np.int8, TensorProto.INT8)
+    if unit == "conv":
+        x_shape, y_shape = [batch, cin, hw, hw], [batch, cout, hw, hw]
+        w = rng.integers(-w_top, w_top + 1, (cout, cin // group, 3, 3)).astype(np.int8)
+        w_scale = rng.uniform(0.002, 0.01, cout).astype(np.float32)
+        inits = {"w": w, "ws": w_scale, "wz": np.zeros(cout, np.int8), "b": rng.standard_normal(cout).astype(np.float32),
+                 "w1": rng.integers(-127, 128, (cout, cin, 1, 1)).astype(np.int8), "w1s": np.float32(0.003)}
+        op = [N("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+              N("Conv", ["xf", "wf", "b"], ["u"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group, name="unit"),
+              N("DequantizeLinear", ["w1", "w1s"], ["w1f"]), N("Conv", ["xf", "w1f"], ["r1"], name="branch"),
+              N("QuantizeLinear", ["r1", "os", "oz"], ["other"])]
+    else:
+        k, n = 32, 24
+        x_shape, y_shape = [batch, 9, k], [batch, 9, n]
+        inits = {"w": rng.integers(-w_top, w_top + 1, (k, n)).astype(np.int8), "ws": np.float32(0.004), "wz": np.int8(0),
+                 "other": rng.integers(np.iinfo(o_np).min, np.iinfo(o_np).max + 1, n).astype(o_np)}
+        op = [N("DequantizeLinear", ["w", "ws", "wz"], ["wf"]), N("MatMul", ["xf", "wf"], ["u"], name="unit")]
+    inits.update({"xs": np.float32(0.02), "xz": np.uint8(120), "us": np.float32(0.05), "uz": np.array(128 if out_type == "u8" else 3, y_np),
+                  "os": np.float32(0.03), "oz": np.array(5, o_np), "ys": np.float32(0.07),
+                  "yz": np.array(100 if out_type == "u8" else -20, y_np)})
+    nodes = [N("DequantizeLinear", ["x", "xs", "xz"], ["xf"]), *op,
+             N("QuantizeLinear", ["u", "us", "uz"], ["uq"]), N("DequantizeLinear", ["uq", "us", "uz"], ["ud"]),
+             N("DequantizeLinear", ["other", "os", "oz"], ["of"]), N("Add", ["ud", "of"], ["s"], name="add")]
+    if relu:
+        nodes.append(N("Relu", ["s"], ["r"]))
+    nodes.append(N("QuantizeLinear", ["r" if relu else "s", "ys", "yz"], ["y"]))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, x_shape)]
+    outputs = [helper.make_tensor_value_info("y", y_proto, y_shape)]
+    if keep_unit_output:  # both operands leave the graph: nothing to fold into
+        outputs.append(helper.make_tensor_value_info("uq", y_proto, y_shape))
+        if unit == "conv":
+            outputs.append(helper.make_tensor_value_info("other", TensorProto.UINT8 if other_type == "u8" else TensorProto.INT8,
+                                                         y_shape))
+    graph = helper.make_graph(nodes, "qadd_fold", inputs, outputs,
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=IR_VERSION)
+    return model.SerializeToString(), {"x": rng.integers(0, 256, x_shape).astype(np.uint8)}

@@ -44,6 +44,14 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   }
   const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
+  if (ep.raw_sums && cols == 16 && !g.comp_col) {  // Winograd's M: the sums as they are
+    unrolled<MR>([&](auto i) OPTIM_INLINED {
+      int32_t* row = static_cast<int32_t*>(g.c) + (m + i) * g.ldc + j0;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), acc[i][0]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8), acc[i][1]);
+    });
+    return;
+  }
   // A full panel with per-column scales (every conv with per-channel weights) requantizes in registers.
   if (cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !g.comp_col) {
     store_panel<MR>(g, ep, acc, m, j0);

@@ -110,6 +110,9 @@ struct QgemmEpilogue {
   // Integer outputs stored as float32 q - out_zero (C's elements floats): the quantized tensor as the float
   // depthwise band of a MobileNet block reads it. Only the int16-pair conv kernels (conv_gemm_s16) take it.
   bool centered_float = false;
+  // C's elements int32: the exact sums as they are (plus comp_col), no float step; the rest of the epilogue
+  // unused. Winograd's products (winograd_output_q8 requantizes them). Only conv_gemm_s16 takes it.
+  bool raw_sums = false;
 };
 
 // Computes rows [m0, m1) and panels [p0, p1) of C (uint8, int8 or float32 by ep.out; ldc in elements).
@@ -415,6 +418,17 @@ using WinogradInputF32Fn = void (*)(const float* const* px, int64_t tiles, int64
 using WinogradOutputF32Fn = void (*)(const float* m, int64_t ld_pos, int64_t ld_tile, int64_t tiles, int64_t cols,
                                      const int64_t* pixel, float* c, int64_t ldc, int64_t j0, const ConvF32Epilogue& ep);
 
+// The same for the integer convolution on int16 pairs, exact (ops/qconv_winograd.cc): the tile's bytes (uint8,
+// or int8 with x_signed; padding pixels point at a row of the zero point) minus x_zero, V = Bt d B in int16
+// (|V| <= 4 * 255), channels [channels, kt) zero (K padded to pairs). The GEMMs (conv_gemm_s16, raw_sums) multiply V
+// by U' = G' g G't with G' = 2G (integers, 4x U) into int32 M; the output Y' = At M A is 4x the convolution's
+// exact sum, so Y = Y' / 4 goes through the QgemmEpilogue (qgemm_store's operations) into C's bytes. The ops
+// choose it only where no int32 value on the way can overflow (QWinogradForm::sums_fit_int32).
+using WinogradInputQ8Fn = void (*)(const uint8_t* const* px, int64_t tiles, int64_t channels, int64_t kt, bool x_signed,
+                                   int32_t x_zero, int16_t* v, int64_t ld_pos, int64_t ld_tile);
+using WinogradOutputQ8Fn = void (*)(const int32_t* m, int64_t ld_pos, int64_t ld_tile, int64_t tiles, int64_t cols,
+                                    const int64_t* pixel, uint8_t* c, int64_t ldc, int64_t j0, const QgemmEpilogue& ep);
+
 // --- transposes of 4-byte elements (layout changes: NCHW <-> NHWC) --------------------------------------
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols (any 32-bit values, moved as bits).
 using Transpose32Fn = void (*)(const uint32_t* src, int64_t ld_src, uint32_t* dst, int64_t ld_dst, int64_t rows, int64_t cols);
@@ -543,6 +557,8 @@ struct KernelTable {
   Kernel<DwconvQ8Fn> dwconv_q8;
   Kernel<WinogradInputF32Fn> winograd_input_f32;
   Kernel<WinogradOutputF32Fn> winograd_output_f32;
+  Kernel<WinogradInputQ8Fn> winograd_input_q8;
+  Kernel<WinogradOutputQ8Fn> winograd_output_q8;
   Kernel<Transpose32Fn> transpose32;
   Kernel<Transpose8Fn> transpose8;
   Kernel<PoolWindowFn> pool_window;

@@ -28,8 +28,12 @@ inline int32_t qgemm_quantized(float real, const QgemmEpilogue& ep) {
   return q == q ? static_cast<int32_t>(q) : ep.qmin;
 }
 
-// Stores one element of C: the real value, or it quantized (half to even, then saturated).
+// Stores one element of C: the real value, or it quantized (half to even, then saturated), or the sum itself.
 inline void qgemm_store(int32_t acc, int64_t i, int64_t j, const QgemmEpilogue& ep, void* c, int64_t index) {
+  if (ep.raw_sums) {
+    static_cast<int32_t*>(c)[index] = acc;
+    return;
+  }
   const float real = qgemm_real(acc, i, j, ep);
   if (ep.out == QuantOut::kFloat32) {
     static_cast<float*>(c)[index] = real;

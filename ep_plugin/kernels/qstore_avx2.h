@@ -35,9 +35,13 @@ inline __m128i bytes8(__m256i v, const QgemmEpilogue& ep) {
   return ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
 }
 
-// Eight columns j0..j0+7 of row i, all inside C: the scalar epilogue's operations, vectorized.
-inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
-  __m256 real = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)));
+// Eight columns j0..j0+7 of row i, all inside C, from their sums: the scalar epilogue's operations, vectorized.
+inline void store8_sums(__m256i sums, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
+  if (ep.raw_sums) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<int32_t*>(c) + index), sums);
+    return;
+  }
+  __m256 real = _mm256_cvtepi32_ps(sums);
   const __m256 scale = ep.scale_col ? _mm256_loadu_ps(ep.scale_col + j0)
                                     : _mm256_set1_ps(ep.scale_row ? ep.scale_row[i] : ep.scale);
   real = _mm256_mul_ps(real, scale);
@@ -54,57 +58,81 @@ inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogu
   _mm_storel_epi64(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + index), bytes8(quantize8(real, ep), ep));
 }
 
+inline void store8(const int32_t* acc, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
+  store8_sums(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)), i, j0, ep, c, index);
+}
+
 inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, const QgemmEpilogue& ep, void* c, int64_t ldc) {
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) store8(acc + j, i, j0 + j, ep, c, i * ldc + j0 + j);
   for (; j < cols; ++j) qgemm_store(acc[j], i, j0 + j, ep, c, i * ldc + j0 + j);
 }
 
-// Rows of a full 16-column panel with per-column scales: requantized and stored from registers. Equal to
-// qgemm_store bit for bit: the real values are clamped above at qmax - zero (min with the bound first keeps NaN
-// NaN), rounded (round_to_int32: NaN and large negative values to INT32_MIN); the saturating packs
-// and the int16 add of the zero point then clamp below at the type's minimum, where NaN lands as in
-// qgemm_store. Only a raised floor (a fused Relu) needs the explicit max, which maps NaN to the floor too.
-template <int MR>
-OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m256i (&acc)[MR][2],
-                                      int64_t m, int64_t j0) {
-  const __m256 s0 = _mm256_loadu_ps(ep.scale_col + j0), s1 = _mm256_loadu_ps(ep.scale_col + j0 + 8);
-  const bool has_bias = ep.bias_col;
-  const __m256 b0 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0) : _mm256_setzero_ps();
-  const __m256 b1 = has_bias ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps();
-  auto real = [&](__m256i sums, __m256 scale, __m256 bias) OPTIM_INLINED {
-    const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
-    return has_bias ? _mm256_add_ps(r, bias) : r;
-  };
-  const bool u8 = ep.out == QuantOut::kUint8, floor_raised = ep.qmin > (u8 ? 0 : -128);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero));
-  const __m256i zero = _mm256_set1_epi16(static_cast<int16_t>(ep.out_zero));
-  auto quantized = [&](__m256 r) OPTIM_INLINED {
-    if (floor_raised) r = _mm256_max_ps(r, lo);
-    return round_to_int32(_mm256_min_ps(hi, r));
-  };
-  const __m256i column_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
-  unrolled<MR>([&](auto i) OPTIM_INLINED {
-    const int64_t at = (m + i) * g.ldc + j0;
-    const __m256 r0 = real(acc[i][0], s0, b0), r1 = real(acc[i][1], s1, b1);
-    if (ep.out == QuantOut::kFloat32) {
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at, r0);
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, r1);
+// Sixteen columns j0..j0+15 with per-column scales, requantized and stored from registers (the constants loaded
+// once, for every row stored). Equal to qgemm_store bit for bit: the real values are clamped above at qmax - zero
+// (min with the bound first keeps NaN NaN), rounded (round_to_int32: NaN and large negative values to INT32_MIN);
+// the saturating packs and the int16 add of the zero point then clamp below at the type's minimum, where NaN
+// lands as in qgemm_store. Only a raised floor (a fused Relu) needs the explicit max, which maps NaN to the floor
+// too.
+class PanelStore {
+ public:
+  OPTIM_INLINED PanelStore(const QgemmEpilogue& ep, int64_t j0)
+      : ep_(ep), s0_(_mm256_loadu_ps(ep.scale_col + j0)), s1_(_mm256_loadu_ps(ep.scale_col + j0 + 8)),
+        has_bias_(ep.bias_col != nullptr),
+        b0_(has_bias_ ? _mm256_loadu_ps(ep.bias_col + j0) : _mm256_setzero_ps()),
+        b1_(has_bias_ ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps()),
+        u8_(ep.out == QuantOut::kUint8), floor_raised_(ep.qmin > (u8_ ? 0 : -128)),
+        lo_(_mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero))),
+        hi_(_mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero))),
+        zero_(_mm256_set1_epi16(static_cast<int16_t>(ep.out_zero))) {}
+
+  // Sums of columns j0..j0+7 (acc0) and j0+8..j0+15 (acc1) into C's elements at..at+15.
+  OPTIM_INLINED void store(__m256i acc0, __m256i acc1, void* c, int64_t at) const {
+    const __m256 r0 = real(acc0, s0_, b0_), r1 = real(acc1, s1_, b1_);
+    if (ep_.out == QuantOut::kFloat32) {
+      _mm256_storeu_ps(static_cast<float*>(c) + at, r0);
+      _mm256_storeu_ps(static_cast<float*>(c) + at + 8, r1);
       return;
     }
-    if (ep.centered_float) {  // q - zero: both bounds explicit (no pack saturates the floor here)
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at, _mm256_cvtepi32_ps(centered8(r0, ep)));
-      _mm256_storeu_ps(static_cast<float*>(g.c) + at + 8, _mm256_cvtepi32_ps(centered8(r1, ep)));
+    if (ep_.centered_float) {  // q - zero: both bounds explicit (no pack saturates the floor here)
+      _mm256_storeu_ps(static_cast<float*>(c) + at, _mm256_cvtepi32_ps(centered8(r0, ep_)));
+      _mm256_storeu_ps(static_cast<float*>(c) + at + 8, _mm256_cvtepi32_ps(centered8(r1, ep_)));
       return;
     }
     // The packs work within 128-bit lanes: words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], then bytes with each lane's
     // eight twice; the dword permute puts columns 0-15 in the low half (two shuffles fewer than by halves).
-    const __m256i words = _mm256_adds_epi16(_mm256_packs_epi32(quantized(r0), quantized(r1)), zero);
-    const __m256i bytes = u8 ? _mm256_packus_epi16(words, words) : _mm256_packs_epi16(words, words);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(g.c) + at),
+    const __m256i words = _mm256_adds_epi16(_mm256_packs_epi32(quantized(r0), quantized(r1)), zero_);
+    const __m256i bytes = u8_ ? _mm256_packus_epi16(words, words) : _mm256_packs_epi16(words, words);
+    const __m256i column_order = _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(static_cast<uint8_t*>(c) + at),
                      _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(bytes, column_order)));
-  });
+  }
+
+ private:
+  OPTIM_INLINED __m256 real(__m256i sums, __m256 scale, __m256 bias) const {
+    const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
+    return has_bias_ ? _mm256_add_ps(r, bias) : r;
+  }
+  OPTIM_INLINED __m256i quantized(__m256 r) const {
+    if (floor_raised_) r = _mm256_max_ps(r, lo_);
+    return round_to_int32(_mm256_min_ps(hi_, r));
+  }
+
+  const QgemmEpilogue& ep_;
+  __m256 s0_, s1_;
+  bool has_bias_;
+  __m256 b0_, b1_;
+  bool u8_, floor_raised_;
+  __m256 lo_, hi_;
+  __m256i zero_;
+};
+
+// Rows m.. of a full 16-column panel with per-column scales (PanelStore).
+template <int MR>
+OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m256i (&acc)[MR][2],
+                                      int64_t m, int64_t j0) {
+  const PanelStore panel(ep, j0);
+  unrolled<MR>([&](auto i) OPTIM_INLINED { panel.store(acc[i][0], acc[i][1], g.c, (m + i) * g.ldc + j0); });
 }
 
 }  // namespace

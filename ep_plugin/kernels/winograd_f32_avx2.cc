@@ -9,6 +9,9 @@ namespace optim::kernels {
 namespace {
 
 struct V256 : F32x8 {
+  using In = float;
+  using Out = float;
+  using Sum = float;
   static Reg finish(Reg v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
     return conv_epilogue256(v, bias, residual, ep);
   }

@@ -9,6 +9,9 @@ namespace optim::kernels {
 namespace {
 
 struct V512 : F32x16 {
+  using In = float;
+  using Out = float;
+  using Sum = float;
   static Reg finish(Reg v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
     return conv_epilogue512(v, static_cast<__mmask16>(0xFFFF), bias, residual, ep);
   }

@@ -1,7 +1,28 @@
 // NhwcQConv (qconv_nhwc.h): the integer channels-last convolution unit.
 #include "qconv_nhwc.h"
 
+#include "qconv_winograd.h"
+
 namespace optim {
+
+namespace {
+
+// The form of unit u (node n, whose gate stage, if any, `gate` read).
+std::unique_ptr<QConvForm> choose_qconv_form(const Node& n, const QConvUnit& u, GateBefore gate) {
+  if (u.nchw_input && (u.cg.group != 1 || u.cg.spatial != 2 || gate))
+    throw Error(n.label() + ": only a plain 2-D convolution reads its input channels-first");
+  if (gate) {
+    if (!u.cg.is_pointwise() || u.x_dtype != DType::kUint8)
+      throw Error(n.label() + ": a gate folded into a unit that is not a 1x1 convolution of uint8");
+    return std::make_unique<QGatedForm>(u, std::move(gate));
+  }
+  if (n.attr_s("algorithm", "") == "winograd") return std::make_unique<QWinogradForm>(u);  // rewrites/winograd.cc
+  if (!u.nchw_input && u.cg.cin_g == 1 && u.cg.cout == u.cg.group && u.depthwise_exact())
+    return std::make_unique<QDepthwiseForm>(u);
+  return std::make_unique<QGemmForm>(u);
+}
+
+}  // namespace
 
 NhwcQConv::NhwcQConv(const Node& n, const Graph& g)
     : unit_(n, g), form_(choose_qconv_form(n, unit_, GateBefore(n, g))), label_(n.label()) {}

@@ -1,6 +1,7 @@
 // NhwcQConv: the integer QDQ convolution unit (qconv.cc's QConv) on channels-last tensors (conv_nhwc.h), built by
 // the layout rewrite: the unit's parameters (QConvUnit) and the form that computes it (qconv_nhwc_forms.h: dense
-// GEMM on u8 x s8 quads or int16 pairs, gated 1x1, depthwise), chosen once from the node.
+// GEMM on u8 x s8 quads or int16 pairs, Winograd on int16 pairs (qconv_winograd.h), gated 1x1, depthwise), chosen once
+// from the node.
 // The int8 depthwise blocks (qconv_block.h) run a unit's pieces on one block of pixels at a time.
 #pragma once
 

@@ -52,29 +52,14 @@ void QConvUnit::finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* oth
   if (lut) lut.apply(rc, y, cg.cout, m0, m1, j0, j1);
 }
 
-std::unique_ptr<QConvForm> choose_qconv_form(const Node& n, const QConvUnit& u, GateBefore gate) {
-  if (u.nchw_input && (u.cg.group != 1 || u.cg.spatial != 2 || gate))
-    throw Error(n.label() + ": only a plain 2-D convolution reads its input channels-first");
-  if (gate) {
-    if (!u.cg.is_pointwise() || u.x_dtype != DType::kUint8)
-      throw Error(n.label() + ": a gate folded into a unit that is not a 1x1 convolution of uint8");
-    return std::make_unique<QGatedForm>(u, std::move(gate));
-  }
-  if (!u.nchw_input && u.cg.cin_g == 1 && u.cg.cout == u.cg.group && u.depthwise_exact())
-    return std::make_unique<QDepthwiseForm>(u);
-  return std::make_unique<QGemmForm>(u);
-}
-
 // ---------------------------------------------------------------------------------------------- QGemmForm
 
-void QGemmForm::prepare(const kernels::KernelTable& kt) {
-  const ConvGeometry& cg = u_.cg;
+std::vector<std::vector<int8_t>> QGemmForm::u8s8_weights(const QConvUnit& u, const kernels::KernelTable& kt) {
+  const ConvGeometry& cg = u.cg;
   const int64_t taps = cg.k_dim() / cg.cin_g, cout_g = cg.cout / cg.group;
-  auto weight = [&](int64_t i) { return u_.wide[static_cast<size_t>(i)]; };
-  // The u8 x s8 kernel when the table has it and the weights fit int8 (and, for a kernel that sums pairs in
-  // int16, every group's B passes u8s8_pairs_exact); else int16 pairs.
-  const bool fits_s8 = std::all_of(u_.wide.begin(), u_.wide.end(), [](int16_t v) { return v >= -128 && v <= 127; });
-  std::vector<std::vector<int8_t>> quad_b;  // per group: B over channels padded to quads
+  auto weight = [&](int64_t i) { return u.wide[static_cast<size_t>(i)]; };
+  const bool fits_s8 = std::all_of(u.wide.begin(), u.wide.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+  std::vector<std::vector<int8_t>> quad_b;
   if (kt.conv_gemm_u8s8 && fits_s8) {
     for (int64_t gi = 0; gi < cg.group; ++gi) quad_b.push_back(conv_weights_as_b<int8_t>(cg, gi, (cg.cin_g + 3) / 4 * 4, weight));
     const int64_t k = taps * ((cg.cin_g + 3) / 4 * 4);
@@ -82,6 +67,14 @@ void QGemmForm::prepare(const kernels::KernelTable& kt) {
         !std::all_of(quad_b.begin(), quad_b.end(), [&](const auto& b) { return kernels::u8s8_pairs_exact(b.data(), cout_g, k, cout_g); }))
       quad_b.clear();
   }
+  return quad_b;
+}
+
+void QGemmForm::prepare(const kernels::KernelTable& kt) {
+  const ConvGeometry& cg = u_.cg;
+  const int64_t taps = cg.k_dim() / cg.cin_g, cout_g = cg.cout / cg.group;
+  auto weight = [&](int64_t i) { return u_.wide[static_cast<size_t>(i)]; };
+  const std::vector<std::vector<int8_t>> quad_b = u8s8_weights(u_, kt);
   u8s8_ = !quad_b.empty();
   quantize_pixels_ = kt.quantize_pixels.fn;
   kernel_ = u8s8_ ? kt.conv_gemm_u8s8.name : kt.conv_gemm_s16.name;

@@ -1,5 +1,5 @@
 // The ways an integer channels-last convolution unit (qconv_nhwc.h) computes its uint8/int8 output, one class per
-// form, chosen once from the node (choose_qconv_form), each exact in its sums and requantized per output channel:
+// form, chosen once from the node (qconv_nhwc.cc), each exact in its sums and requantized per output channel:
 // - QGemmForm: u8 x s8 quads (conv_gemm_u8s8: AVX-512 VNNI, AVX-VNNI, or AVX2 for weights that pass
 //   u8s8_pairs_exact) when the table has them and the weights fit int8: the input is read where it lies (uint8, no
 //   padding read, channels a multiple of 4) or copied as uint8 (int8 inputs flipped by +128) with the zero point
@@ -7,6 +7,7 @@
 //   int16 minus its zero point, padding 0;
 // - QGatedForm: a 1x1 convolution with a squeeze-excite gate on its input channels folded in (gate_before.h):
 //   blocks of gated rows through QGemmForm's pointwise rows;
+// - QWinogradForm (qconv_winograd.h): Winograd F(2x2, 3x3) on int16 pairs, where rewrites/winograd.cc chose it;
 // - QDepthwiseForm: one channel per group (dwconv_q8), summed in float32, exact while every partial sum stays
 //   below 2^24, which the weights are checked for (else QGemmForm runs it).
 // Every form ends a block of finished output rows the same way (QConvUnit::finish_rows): the folded QAdd, then
@@ -84,6 +85,10 @@ class QConvForm {
 class QGemmForm : public QConvForm {
  public:
   explicit QGemmForm(const QConvUnit& u) : QConvForm(u) {}
+  // The u8 x s8 kernel's weights (per group: B over channels padded to quads) when the table has it and the
+  // weights fit int8 (and, for a kernel that sums pairs in int16, every group's B passes u8s8_pairs_exact);
+  // empty when the unit runs on int16 pairs.
+  static std::vector<std::vector<int8_t>> u8s8_weights(const QConvUnit& u, const kernels::KernelTable& kt);
   void prepare(const kernels::KernelTable& kt) override;
   size_t scratch_bytes(const NhwcConvLayout& l) const override;
   void run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
@@ -193,8 +198,5 @@ class QDepthwiseForm : public QConvForm {
   const char* kernel_ = nullptr;
   AlignedVector<float> dw_;  // taps x channels, weights minus their zero points
 };
-
-// The form of unit u (node n, whose gate stage, if any, `gate` read).
-std::unique_ptr<QConvForm> choose_qconv_form(const Node& n, const QConvUnit& u, GateBefore gate);
 
 }  // namespace optim
