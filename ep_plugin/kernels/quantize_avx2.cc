@@ -38,35 +38,58 @@ void quantize_f32_avx2(const float* x, float scale, int32_t zero_point, bool to_
   if (i < n) quantize_f32_scalar(x + i, scale, zero_point, to_u8, static_cast<uint8_t*>(q) + i, n - i);
 }
 
-// Four slots a pixel (an RGB or RGBA stem), eight pixels a step: the channels' integers interleaved in registers.
+// Four slots a pixel (an RGB or RGBA stem), or three (an RGB stem packed by kernel rows), eight pixels a step: the
+// channels' integers interleaved in registers as four slots, then, for three, each 128-bit lane's pixels closed up
+// by one byte shuffle and stored by overlapping stores (each writes past its pixels what the next one overwrites).
 void quantize_pixels_f32_avx2(const float* x, int64_t plane, int64_t channels, int64_t n, const QuantizePixelsArgs& a,
                               void* out) {
-  if (a.kt != 4 || channels > 4) return quantize_pixels_f32_scalar(x, plane, channels, n, a, out);
+  const bool three = a.kt == 3 && channels == 3;
+  if (!(a.kt == 4 && channels <= 4) && !three) return quantize_pixels_f32_scalar(x, plane, channels, n, a, out);
   const Quantizer quantize(a.scale, a.zero, a.to_u8);
   // Per channel slot: the value to store (q - zero, or the byte read), and for slots past `channels` the padding.
   const __m256i shift = _mm256_set1_epi32(a.wide ? a.zero : (a.to_u8 ? 0 : -128));
   const __m256i filler = _mm256_set1_epi32(a.wide ? 0 : a.pad);
+  const int64_t value_bytes = a.wide ? 2 : 1;
+  // Within a lane: two pixels of four int16 (wide) or four of four bytes, their first three values kept.
+  const __m256i close_up = a.wide ? _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, 0, 1, 2, 3, 4,
+                                                     5, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1)
+                                  : _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1, 2, 4, 5,
+                                                     6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  auto store16 = [](uint8_t* o, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v); };
   int64_t p = 0;
-  for (; p + 8 <= n; p += 8) {
+  // Three slots: the last store of a step writes 4 bytes past its pixels, inside the next two pixels' slots.
+  for (; p + 8 + (three ? 2 : 0) <= n; p += 8) {
     __m256i v[4];
     for (int64_t c = 0; c < 4; ++c)
       v[c] = c < channels ? _mm256_sub_epi32(quantize(x + c * plane + p), shift) : filler;
+    uint8_t* o = static_cast<uint8_t*>(out) + p * a.kt * value_bytes;
     if (a.wide) {  // int32 lanes of int16 pairs (slots 0-1, 2-3), then each pixel's two pairs side by side
       const __m256i s01 = _mm256_blend_epi16(v[0], _mm256_slli_epi32(v[1], 16), 0xAA);
       const __m256i s23 = _mm256_blend_epi16(v[2], _mm256_slli_epi32(v[3], 16), 0xAA);
       const __m256i lo = _mm256_unpacklo_epi32(s01, s23), hi = _mm256_unpackhi_epi32(s01, s23);  // pixels 0,1,4,5 / 2,3,6,7
-      int16_t* o = static_cast<int16_t*>(out) + p * 4;
+      if (three) {
+        const __m256i l3 = _mm256_shuffle_epi8(lo, close_up), h3 = _mm256_shuffle_epi8(hi, close_up);
+        store16(o, _mm256_castsi256_si128(l3));
+        store16(o + 12, _mm256_castsi256_si128(h3));
+        store16(o + 24, _mm256_extracti128_si256(l3, 1));
+        store16(o + 36, _mm256_extracti128_si256(h3, 1));
+        continue;
+      }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_permute2x128_si256(lo, hi, 0x20));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32), _mm256_permute2x128_si256(lo, hi, 0x31));
     } else {  // one int32 lane a pixel: its four bytes
       const __m256i b = _mm256_or_si256(_mm256_or_si256(v[0], _mm256_slli_epi32(v[1], 8)),
                                         _mm256_or_si256(_mm256_slli_epi32(v[2], 16), _mm256_slli_epi32(v[3], 24)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(static_cast<uint8_t*>(out) + p * 4), b);
+      if (three) {
+        const __m256i b3 = _mm256_shuffle_epi8(b, close_up);
+        store16(o, _mm256_castsi256_si128(b3));
+        store16(o + 12, _mm256_extracti128_si256(b3, 1));
+        continue;
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), b);
     }
   }
-  if (p < n)
-    quantize_pixels_f32_scalar(x + p, plane, channels, n - p, a,
-                               static_cast<uint8_t*>(out) + p * 4 * (a.wide ? sizeof(int16_t) : 1));
+  if (p < n) quantize_pixels_f32_scalar(x + p, plane, channels, n - p, a, static_cast<uint8_t*>(out) + p * a.kt * value_bytes);
 }
 
 void dequantize_f32_avx2(const void* q, bool from_u8, int32_t zero_point, float scale, float* x, int64_t n) {

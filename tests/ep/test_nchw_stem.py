@@ -69,17 +69,18 @@ def test_a_convolution_of_five_channels_keeps_the_layout_change_apart():
 
 
 def _int8_stem(x_type: str, cin: int = 3, float_image: bool = False, q_scale: float | None = None,
-               q_output: bool = False):
-    """x (uint8 / int8 image) -> QDQ Conv 3x3 stride 2 (cin -> 16) + Relu -> QDQ 1x1 Conv -> y. float_image: x is
-    float32, quantized first (by q_scale, default the stem's own 1/32; q_output: its bytes are an output too)."""
+               q_output: bool = False, kernel: int = 3):
+    """x (uint8 / int8 image) -> QDQ Conv kernel x kernel stride 2 (cin -> 16) + Relu -> QDQ 1x1 Conv -> y.
+    float_image: x is float32, quantized first (by q_scale, default the stem's own 1/32; q_output: its bytes are an
+    output too). A 7x7 RGB stem (ResNet's) packs its kernel rows: 22 int16-pair or 24 quad values, not 28."""
     x_np = np.uint8 if x_type == "u8" else np.int8
     inits = {"xs": np.float32(1 / 32), "xz": np.array(100 if x_type == "u8" else -5, x_np),
-             "w": RNG.integers(-127, 128, (16, cin, 3, 3)).astype(np.int8), "ws": RNG.uniform(0.002, 0.01, 16).astype(np.float32),
+             "w": RNG.integers(-127, 128, (16, cin, kernel, kernel)).astype(np.int8), "ws": RNG.uniform(0.002, 0.01, 16).astype(np.float32),
              "wz": np.zeros(16, np.int8), "b": RNG.standard_normal(16).astype(np.float32), "cs": np.float32(0.05),
              "cz": np.uint8(0), "w2": RNG.integers(-127, 128, (8, 16, 1, 1)).astype(np.int8), "w2s": np.float32(0.004),
              "ys": np.float32(0.1), "yz": np.uint8(128)}
     nodes = [N("DequantizeLinear", ["x", "xs", "xz"], ["xf"]), N("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
-             N("Conv", ["xf", "wf", "b"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1], name="stem"), N("Relu", ["c"], ["r"]),
+             N("Conv", ["xf", "wf", "b"], ["c"], strides=[2, 2], pads=[kernel // 2] * 4, name="stem"), N("Relu", ["c"], ["r"]),
              N("QuantizeLinear", ["r", "cs", "cz"], ["cq"]), N("DequantizeLinear", ["cq", "cs", "cz"], ["cd"]),
              N("DequantizeLinear", ["w2", "w2s"], ["w2f"]), N("Conv", ["cd", "w2f"], ["p"], name="next"),
              N("QuantizeLinear", ["p", "ys", "yz"], ["y"])]
@@ -105,9 +106,10 @@ def _int8_stem(x_type: str, cin: int = 3, float_image: bool = False, q_scale: fl
 
 
 @pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("kernel", [3, 7])
 @pytest.mark.parametrize("x_type", ["u8", "s8"])
-def test_an_int8_stem_reads_the_channels_first_bytes_exactly(x_type, isa):
-    model, feeds = _int8_stem(x_type)
+def test_an_int8_stem_reads_the_channels_first_bytes_exactly(x_type, kernel, isa):
+    model, feeds = _int8_stem(x_type, kernel=kernel)
     sess = session(model, fallback=False, isa=isa)
     assert any(s.startswith("ToNhwc 'x/nhwc/ToNhwc' + NhwcQConv 'stem'") for s in _steps(sess)), _steps(sess)
     nchw = session(model, fallback=False, isa=isa, channels_last="0")
@@ -118,9 +120,10 @@ def test_an_int8_stem_reads_the_channels_first_bytes_exactly(x_type, isa):
 
 
 @pytest.mark.parametrize("isa", ISAS)
-@pytest.mark.parametrize("x_type,cin", [("u8", 3), ("s8", 3), ("u8", 1), ("s8", 4)])
-def test_an_int8_stem_quantizes_its_float_image_as_the_quantize_linear_it_takes_in(x_type, cin, isa):
-    model, feeds = _int8_stem(x_type, cin, float_image=True)
+@pytest.mark.parametrize("x_type,cin,kernel", [("u8", 3, 3), ("s8", 3, 3), ("u8", 1, 3), ("s8", 4, 3), ("u8", 3, 7),
+                                               ("s8", 3, 7)])
+def test_an_int8_stem_quantizes_its_float_image_as_the_quantize_linear_it_takes_in(x_type, cin, kernel, isa):
+    model, feeds = _int8_stem(x_type, cin, float_image=True, kernel=kernel)
     sess = session(model, fallback=False, isa=isa)
     assert any(s.startswith("QuantizeLinear 'quantize' + ToNhwc 'xq/nhwc/ToNhwc' + NhwcQConv 'stem'") for s in _steps(sess)), _steps(sess)
     apart = session(model, fallback=False, isa=isa, channels_last="0")  # the QuantizeLinear on its own, then the stem

@@ -132,6 +132,21 @@ std::vector<T> conv_weights_as_b(const ConvGeometry& cg, int64_t g, int64_t kt, 
   return b;
 }
 
+// Weights [Cout, Cin, kh, kw] of one group as a GEMM B of (kh * k_row) x cout, by kernel rows: each row's kw
+// pixels' cin values in turn, then zeros up to k_row: b[(ky * k_row + kx * cin + c) * cout + j] =
+// value(W[j][c][ky][kx]). The K order of a pixel of exactly cin values read a kernel row at a time.
+template <typename T, typename Value>
+std::vector<T> conv_weights_by_rows(const ConvGeometry& cg, int64_t k_row, Value value) {
+  const int64_t kh = cg.wshape[2], kw = cg.wshape[3], cin = cg.cin_g, cout = cg.cout;
+  std::vector<T> b(static_cast<size_t>(kh * k_row * cout), T{0});
+  for (int64_t j = 0; j < cout; ++j)
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t ky = 0; ky < kh; ++ky)
+        for (int64_t kx = 0; kx < kw; ++kx)
+          b[static_cast<size_t>((ky * k_row + kx * cin + c) * cout + j)] = value(((j * cin + c) * kh + ky) * kw + kx);
+  return b;
+}
+
 // Splits rows [0, m) x 16-column panels [0, panels) into tasks of about kMacsPerTask multiply-adds
 // (`macs_per_row_panel` each) and runs fn(m0, m1, p0, p1) on the pool; row blocks are multiples of mr,
 // panel blocks of 2 (the widest kernels take panels in pairs). input_bytes: what all the rows read (the

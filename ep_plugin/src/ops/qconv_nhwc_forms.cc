@@ -54,15 +54,43 @@ void QConvUnit::finish_rows(const RunContext& rc, uint8_t* y, const uint8_t* oth
 
 // ---------------------------------------------------------------------------------------------- QGemmForm
 
+QGemmForm::KLayout QGemmForm::k_layout(const QConvUnit& u, int64_t kmult) {
+  const ConvGeometry& cg = u.cg;
+  KLayout k;
+  k.kt = (cg.cin_g + kmult - 1) / kmult * kmult;
+  if (!u.nchw_input || cg.spatial != 2 || cg.group != 1 || cg.win.dilations[1] != 1) return k;
+  const int64_t kw = cg.wshape[3], run = (kw * cg.cin_g + kmult - 1) / kmult * kmult;
+  if (run >= kw * k.kt) return k;
+  k.kt = cg.cin_g;
+  k.row_run = run;
+  k.slack = run - kw * cg.cin_g;
+  return k;
+}
+
+template <typename T>
+std::vector<T> QGemmForm::weights_as_b(const QConvUnit& u, int64_t gi, const KLayout& k) {
+  auto weight = [&](int64_t i) { return static_cast<T>(u.wide[static_cast<size_t>(i)]); };
+  return k.row_run ? conv_weights_by_rows<T>(u.cg, k.row_run, weight) : conv_weights_as_b<T>(u.cg, gi, k.kt, weight);
+}
+
+NhwcConvLayout::Taps QGemmForm::taps(const NhwcConvLayout& l, int64_t cs, int64_t row_pixels) const {
+  NhwcConvLayout::Taps t = l.taps(cs, kt_, row_pixels);
+  if (k_.row_run) {
+    if (t.count != l.kh) throw Error("a stem packed by kernel rows read with another pixel stride");
+    t.k_tap = k_.row_run;
+  }
+  return t;
+}
+
 std::vector<std::vector<int8_t>> QGemmForm::u8s8_weights(const QConvUnit& u, const kernels::KernelTable& kt) {
   const ConvGeometry& cg = u.cg;
-  const int64_t taps = cg.k_dim() / cg.cin_g, cout_g = cg.cout / cg.group;
-  auto weight = [&](int64_t i) { return u.wide[static_cast<size_t>(i)]; };
+  const int64_t cout_g = cg.cout / cg.group;
   const bool fits_s8 = std::all_of(u.wide.begin(), u.wide.end(), [](int16_t v) { return v >= -128 && v <= 127; });
   std::vector<std::vector<int8_t>> quad_b;
   if (kt.conv_gemm_u8s8 && fits_s8) {
-    for (int64_t gi = 0; gi < cg.group; ++gi) quad_b.push_back(conv_weights_as_b<int8_t>(cg, gi, (cg.cin_g + 3) / 4 * 4, weight));
-    const int64_t k = taps * ((cg.cin_g + 3) / 4 * 4);
+    const KLayout layout = k_layout(u, 4);
+    for (int64_t gi = 0; gi < cg.group; ++gi) quad_b.push_back(weights_as_b<int8_t>(u, gi, layout));
+    const int64_t k = static_cast<int64_t>(quad_b[0].size()) / cout_g;
     if (kt.conv_gemm_u8s8.traits.int16_pairs &&
         !std::all_of(quad_b.begin(), quad_b.end(), [&](const auto& b) { return kernels::u8s8_pairs_exact(b.data(), cout_g, k, cout_g); }))
       quad_b.clear();
@@ -72,20 +100,20 @@ std::vector<std::vector<int8_t>> QGemmForm::u8s8_weights(const QConvUnit& u, con
 
 void QGemmForm::prepare(const kernels::KernelTable& kt) {
   const ConvGeometry& cg = u_.cg;
-  const int64_t taps = cg.k_dim() / cg.cin_g, cout_g = cg.cout / cg.group;
-  auto weight = [&](int64_t i) { return u_.wide[static_cast<size_t>(i)]; };
+  const int64_t cout_g = cg.cout / cg.group;
   const std::vector<std::vector<int8_t>> quad_b = u8s8_weights(u_, kt);
   u8s8_ = !quad_b.empty();
   quantize_pixels_ = kt.quantize_pixels.fn;
   kernel_ = u8s8_ ? kt.conv_gemm_u8s8.name : kt.conv_gemm_s16.name;
-  kt_ = u8s8_ ? (cg.cin_g + 3) / 4 * 4 : (cg.cin_g + 1) / 2 * 2;
-  const int64_t k = taps * kt_;
+  k_ = k_layout(u_, u8s8_ ? 4 : 2);
+  kt_ = k_.kt;
   packed_.assign(static_cast<size_t>(cg.group), {});
   comp_.assign(static_cast<size_t>(cg.cout), 0);
   for (int64_t gi = 0; gi < cg.group; ++gi) {
     std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
     if (u8s8_) {
       const std::vector<int8_t>& b = quad_b[static_cast<size_t>(gi)];
+      const int64_t k = static_cast<int64_t>(b.size()) / cout_g;
       dst.resize(kernels::qgemm_u8s8_packed_b_bytes(k / 4, cout_g));
       kernels::qgemm_u8s8_pack_b(b.data(), cout_g, k, cout_g, k / 4, reinterpret_cast<int8_t*>(dst.data()));
       // sum_k (x - zx) w = sum_k x' w - zx' sum_k w, with x' the stored uint8 (int8 flipped by +128).
@@ -95,7 +123,8 @@ void QGemmForm::prepare(const kernels::KernelTable& kt) {
         comp_[static_cast<size_t>(gi * cout_g + j)] = -u_.stored_zero() * sum;
       }
     } else {
-      const std::vector<int16_t> b = conv_weights_as_b<int16_t>(cg, gi, kt_, weight);
+      const std::vector<int16_t> b = weights_as_b<int16_t>(u_, gi, k_);
+      const int64_t k = static_cast<int64_t>(b.size()) / cout_g;
       dst.resize(kernels::qgemm_s16_packed_b_elems(k / 2, cout_g) * sizeof(int16_t));
       kernels::qgemm_s16_pack_b(b.data(), cout_g, false, k, cout_g, reinterpret_cast<int16_t*>(dst.data()));
     }
@@ -108,18 +137,18 @@ size_t QGemmForm::scratch_bytes(const NhwcConvLayout& l) const {
     const ConvBands b = plan_bands(l);
     return static_cast<size_t>(b.slots * band_slot_bytes(l, b));
   }
-  return static_cast<size_t>(images_per_turn(l) * u_.cg.group * l.prepared_elems(kt_) * elem_bytes());
+  return static_cast<size_t>((images_per_turn(l) * u_.cg.group * l.prepared_elems(kt_) + k_.slack) * elem_bytes());
 }
 
 void QGemmForm::run(const RunContext& rc, const NhwcConvLayout& l, const std::vector<TensorRef>& in, uint8_t* y,
                     const QAddRows& other) const {
   const ConvGeometry& cg = u_.cg;
   const kernels::QgemmEpilogue ep = u_.epilogue();
-  const int64_t cout_g = cg.cout / cg.group, taps = l.kh * l.kw, panels = (cout_g + 15) / 16;
+  const int64_t cout_g = cg.cout / cg.group, panels = (cout_g + 15) / 16;
   const auto& kernel = u8s8_ ? rc.kernels.conv_gemm_u8s8 : rc.kernels.conv_gemm_s16;
   auto convolve = [&](const uint8_t* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
                       int64_t cs, uint8_t* y0) {
-    const NhwcConvLayout::Taps t = l.taps(cs, kt_, wp);
+    const NhwcConvLayout::Taps t = taps(l, cs, wp);
     for (int64_t gi = 0; gi < cg.group; ++gi) {
       kernels::QgemmEpilogue gep = ep;
       gep.scale_col += gi * cout_g;
@@ -132,7 +161,7 @@ void QGemmForm::run(const RunContext& rc, const NhwcConvLayout& l, const std::ve
       a.ldc = cg.cout;
       a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
       a.ep = &gep;
-      run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * taps * kt_,
+      run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * t.count * t.k_tap,
                           static_cast<double>(images * image_stride / cg.group * elem_bytes()),
                           static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
                           [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
@@ -153,6 +182,7 @@ void QGemmForm::run(const RunContext& rc, const NhwcConvLayout& l, const std::ve
   for (int64_t i0 = 0; i0 < l.n; i0 += turn) {
     const int64_t images = std::min(turn, l.n - i0);
     prepare_all(rc, l, in[0], i0, images, prepared);
+    clear_slack(prepared + images * cg.group * per * elem_bytes());
     convolve(prepared, images, cg.group * per, per, l.wp, kt_, y + i0 * l.pixels() * cg.cout);
   }
 }
@@ -225,7 +255,7 @@ ConvBands QGemmForm::plan_bands(const NhwcConvLayout& l) const {
 }
 
 int64_t QGemmForm::band_slot_bytes(const NhwcConvLayout& l, const ConvBands& b) const {
-  return (l.rows_read(b.rows) * l.wp * kt_ * elem_bytes() + 63) / 64 * 64;
+  return ((l.rows_read(b.rows) * l.wp * kt_ + k_.slack) * elem_bytes() + 63) / 64 * 64;
 }
 
 void QGemmForm::convolve_bands(const RunContext& rc, const NhwcConvLayout& l, const TensorRef& x, uint8_t* y,
@@ -233,12 +263,13 @@ void QGemmForm::convolve_bands(const RunContext& rc, const NhwcConvLayout& l, co
   const ConvBands b = plan_bands(l);
   const int64_t slot_bytes = band_slot_bytes(l, b);
   const kernels::QgemmEpilogue ep = u_.epilogue();
-  const NhwcConvLayout::Taps t = l.taps(kt_, kt_, l.wp);
+  const NhwcConvLayout::Taps t = taps(l, kt_, l.wp);
   const int64_t cout = u_.cg.cout, panels = (cout + 15) / 16;
   run_conv_bands(rc, l, b, [&](int64_t slot, int64_t img, int64_t oy0, int64_t oy1) {
     uint8_t* band = slots + slot * slot_bytes;
     const int64_t r0 = oy0 * l.sh, r1 = r0 + l.rows_read(oy1 - oy0);  // the prepared rows it reads
     prepare_image_rows(l, x, img, 0, r0, r1, band, r0);
+    clear_slack(band + (r1 - r0) * l.wp * kt_ * elem_bytes());
     const int64_t first = img * l.pixels() + oy0 * l.ow, pixels = (oy1 - oy0) * l.ow;
     kernels::ConvGemmQ8Args a;
     a.a = {band, pixels, l.ow, 0, l.sh, l.sw, l.wp, kt_, t.count, t.k_tap, t.offsets.data()};

@@ -85,9 +85,18 @@ class QConvForm {
 class QGemmForm : public QConvForm {
  public:
   explicit QGemmForm(const QConvUnit& u) : QConvForm(u) {}
-  // The u8 x s8 kernel's weights (per group: B over channels padded to quads) when the table has it and the
-  // weights fit int8 (and, for a kernel that sums pairs in int16, every group's B passes u8s8_pairs_exact);
-  // empty when the unit runs on int16 pairs.
+  // How the GEMM's K runs over the prepared input for a kernel whose K is a multiple of kmult (2: int16 pairs, 4:
+  // u8 x s8 quads): kt values a pixel (the channels padded to kmult) and a run of them per tap; or, row_run > 0,
+  // a stem reading a few channels channels-first (kw * cin padded to kmult is less than kw padded pixels: 7x7 RGB,
+  // 22 pair values a kernel row instead of 28), pixels of exactly cin values and one run of row_run values per
+  // kernel row (conv_weights_by_rows), which reads up to kmult - 1 values past its window (slack, zero weights).
+  struct KLayout {
+    int64_t kt = 1, row_run = 0, slack = 0;
+  };
+  static KLayout k_layout(const QConvUnit& u, int64_t kmult);
+  // The u8 x s8 kernel's weights (per group: B in k_layout(u, 4)) when the table has it and the weights fit int8
+  // (and, for a kernel that sums pairs in int16, every group's B passes u8s8_pairs_exact); empty when the unit runs
+  // on int16 pairs.
   static std::vector<std::vector<int8_t>> u8s8_weights(const QConvUnit& u, const kernels::KernelTable& kt);
   void prepare(const kernels::KernelTable& kt) override;
   size_t scratch_bytes(const NhwcConvLayout& l) const override;
@@ -112,6 +121,15 @@ class QGemmForm : public QConvForm {
 
  private:
   int64_t elem_bytes() const { return u8s8_ ? 1 : 2; }
+  // Unit u's weights of group gi as the GEMM's B in layout k: K = runs x run values.
+  template <typename T>
+  static std::vector<T> weights_as_b(const QConvUnit& u, int64_t gi, const KLayout& k);
+  // The runs a pixel reads from an input of cs values per pixel in rows of row_pixels pixels (NhwcConvLayout::taps,
+  // with row_run's length).
+  NhwcConvLayout::Taps taps(const NhwcConvLayout& l, int64_t cs, int64_t row_pixels) const;
+  // Zeros the k_.slack values a kernel-row run reads past a prepared input's end (their weights are 0; defined
+  // values all the same).
+  void clear_slack(uint8_t* end) const { std::fill(end, end + k_.slack * elem_bytes(), uint8_t{0}); }
   bool reads_in_place(const NhwcConvLayout& l) const {
     return u8s8_ && u_.x_dtype == DType::kUint8 && kt_ == u_.cg.cin_g && !l.reads_padding && !u_.nchw_input;
   }
@@ -145,7 +163,8 @@ class QGemmForm : public QConvForm {
   bool u8s8_ = false;
   const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
   kernels::QuantizePixelsFn quantize_pixels_ = nullptr;  // quantize_input: the table's
-  int64_t kt_ = 1;  // values per tap in the prepared input (channels padded to pairs or quads)
+  int64_t kt_ = 1;  // values per pixel in the prepared input (channels padded to pairs or quads, or k_.kt)
+  KLayout k_;
   std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
   std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
 };
