@@ -91,14 +91,15 @@ def step_ops(labels: list[str]) -> list[str]:
     return ops
 
 
-def run_folded_and_apart(model: bytes, apart_model: bytes, feeds: dict, isa: str, folded_step) -> np.ndarray:
+def run_folded_and_apart(model: bytes, apart_model: bytes, feeds: dict, isa: str, folded_step, **options) -> np.ndarray:
     """A rewrite that folds one step into another, checked the same way everywhere: `model` on OptimEP must have a
     step for which folded_step(label) holds, `apart_model` (the same graph with the folded value kept as a graph
-    output, which no fold touches) none, and their first outputs the same bytes. Returns the folded output."""
+    output, which no fold touches) none, and their first outputs the same bytes. Returns the folded output.
+    options: EP options of both sessions."""
     from optim.ep_plugin import placement
 
-    folded = session(model, fallback=False, isa=isa)
-    apart = session(apart_model, fallback=False, isa=isa)
+    folded = session(model, fallback=False, isa=isa, **options)
+    apart = session(apart_model, fallback=False, isa=isa, **options)
     steps = [s for ss in placement(folded).compiled.values() for s in ss]
     assert any(folded_step(s) for s in steps), steps
     apart_steps = [s for ss in placement(apart).compiled.values() for s in ss]

@@ -149,11 +149,11 @@ def test_noisy_runs_give_a_warning():
 
 @pytest.mark.parametrize("w_bits, kernel", [(8, "conv_gemm_s16_avx2_6x16"), (7, "conv_gemm_u8s8_avx2_5x16")])
 def test_integer_steps_name_the_kernel_they_chose(tmp_path, w_bits, kernel):
-    """An int8 convolution names its GEMM kernel (AVX2: int16 pairs for 8-bit weights, u8 x s8 pairs for 7-bit
-    ones) in the JSON rows and in a kernel column of the table; steps that choose none show '-'."""
+    """An int8 convolution (stride 2: direct) names its GEMM kernel (AVX2: int16 pairs for 8-bit weights, u8 x s8
+    pairs for 7-bit ones) in the JSON rows and in a kernel column of the table; steps that choose none show '-'."""
     from qdq_models import qconv_unit_model
 
-    c = dict(spatial=2, n=1, groups=1, cin_g=8, cout_g=16, kernel=[3, 3], strides=[1, 1], dilations=[1, 1],
+    c = dict(spatial=2, n=1, groups=1, cin_g=8, cout_g=16, kernel=[3, 3], strides=[2, 2], dilations=[1, 1],
              pads=[1, 1, 1, 1], size=[6, 6], x_type="u8", y_type="u8", w_zero=0, w_bits=w_bits, relu=True, seed=2)
     path = tmp_path / "qconv.onnx"
     path.write_bytes(qconv_unit_model(c)[0])

@@ -1,5 +1,5 @@
-"""Exact integer Winograd F(2x2, 3x3) for QDQ 3x3 stride-1 convolutions whose table runs them on int16 pairs
-(8-bit weights on AVX2 and the scalar table; rewrites/winograd.cc, ops/qconv_winograd.cc): drawn geometries
+"""Exact integer Winograd F(2x2, 3x3) on int16 pairs for QDQ 3x3 stride-1 convolutions on tables without VNNI's u8
+x s8 quads (AVX2 with 8- or 7-bit weights, and the scalar table; rewrites/winograd.cc, ops/qconv_winograd.cc): drawn geometries
 (input channels around the 16-lane input transform and K's pairs, output channels around the 8-lane output
 transform and the 16-column panels, images smaller than a tile up to ragged last tile rows and columns, uint8 and
 int8 inputs and outputs with zero points, weight zero points, a fused Relu) must give the bytes of the exact int64
@@ -20,7 +20,7 @@ from helpers import ISAS, run_folded_and_apart
 from qdq_models import qconv_unit_model, qconv_unit_replica, unit_add_model
 from optim.ep_plugin import placement, session
 
-PAIR_TABLES = ("scalar", "avx2")  # the tables that run 8-bit weights on int16 pairs (no u8 x s8 kernel takes them)
+PAIR_TABLES = ("scalar", "avx2")  # the tables without a VNNI u8 x s8 kernel: Winograd on int16 pairs for 8 and 7 bits
 MIN_CHANNELS = 8  # rewrites/winograd.cc's kMinIntegerChannels
 
 
@@ -37,7 +37,8 @@ def cases(draw):
              pads=[draw(st.integers(0, 2)) for _ in range(4)],
              size=[draw(st.integers(1, 9)), draw(st.sampled_from([1, 2, 5, 8, 9, 16, 23]))],
              x_type=draw(st.sampled_from(["u8", "s8"])), y_type=draw(st.sampled_from(["u8", "s8"])),
-             w_zero=draw(st.sampled_from([0, 0, -3])), w_bits=8, relu=draw(st.booleans()), seed=draw(st.integers(0, 2**16)))
+             w_zero=draw(st.sampled_from([0, 0, -3])), w_bits=draw(st.sampled_from([8, 8, 7])), relu=draw(st.booleans()),
+             seed=draw(st.integers(0, 2**16)))
     for d in range(2):  # at least one output pixel
         short = 3 - (c["size"][d] + c["pads"][d] + c["pads"][d + 2])
         if short > 0:
@@ -57,13 +58,14 @@ def test_integer_winograd_equals_the_exact_replica_on_every_isa(c):
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want, err_msg=f"{isa} {c}")
 
 
-@pytest.mark.parametrize("batch, cin, cout, hw, out_type", [
-    (2, 32, 32, 56, "u8"),   # 784 tiles an image in blocks of five tile rows: the last block of image 0 ends in image 1
-    (3, 48, 96, 7, "s8"),    # one block of 16 tiles an image, cut into ranges of output channels
-    (2, 192, 200, 13, "u8"),  # U' above 1 MB: the tiles in chunks; a part-filled last panel
+@pytest.mark.parametrize("batch, cin, cout, hw, out_type, w_top", [
+    (2, 32, 32, 56, "u8", 127),   # 784 tiles an image in blocks of five tile rows: the last block of image 0 ends in image 1
+    (3, 48, 96, 7, "s8", 127),    # one block of 16 tiles an image, cut into ranges of output channels
+    (2, 192, 200, 13, "u8", 127),  # U' above 1 MB: the tiles in chunks; a part-filled last panel
+    (2, 40, 40, 9, "s8", 64),     # 7-bit weights: direct, AVX2 runs them on its u8 x s8 pair kernel
 ])
-def test_a_folded_residual_add_gives_the_bytes_of_the_add_apart_and_of_the_direct_form(batch, cin, cout, hw, out_type):
-    kw = dict(unit="conv", relu=True, out_type=out_type, cout=cout, batch=batch, seed=cin, cin=cin, hw=hw)
+def test_a_folded_residual_add_gives_the_bytes_of_the_add_apart_and_of_the_direct_form(batch, cin, cout, hw, out_type, w_top):
+    kw = dict(unit="conv", relu=True, out_type=out_type, cout=cout, batch=batch, seed=cin, cin=cin, hw=hw, w_top=w_top)
     model, feeds = unit_add_model(**kw)
     apart, _ = unit_add_model(**kw, keep_unit_output=True)
     for isa in PAIR_TABLES:

@@ -3,7 +3,9 @@ whose pairs stay inside int16 for every uint8 input: positive weights of a pair 
 ones to at least -128 (kernel_table.h, u8s8_pairs_exact); 7-bit weights (`optim quantize --weight-bits 7`)
 always pass. At the bound, with every input at its largest (255 x 128 = 32640), the integer units must equal
 the exact replica; one pair past it must send the unit to the int16-pair kernel, exact too. The step profile
-names the kernel each unit chose, which is what these tests read to know which path ran."""
+names the kernel each unit chose, which is what these tests read to know which path ran. The convolutions run
+direct (EP option winograd=0: AVX2's 3x3 ones would otherwise run Winograd on int16 pairs, whose own tests are
+test_integer_winograd.py)."""
 
 from __future__ import annotations
 
@@ -80,11 +82,11 @@ CASES = {
 def test_pairs_at_the_bound_run_on_the_u8s8_kernel_and_past_it_on_int16_pairs_exactly_on_every_isa(cid, past):
     model, x, replica = CASES[cid](past)
     u8s8, s16 = AVX2_KERNELS["gemm" if cid.startswith("gemm") else "conv"]
-    assert step_kernels(model, "avx2") == [s16 if past else u8s8]
+    assert step_kernels(model, "avx2", winograd="0") == [s16 if past else u8s8]
     for feeds in (x, _largest_inputs(x)):
         want = replica(feeds)
         for isa in ISAS:
-            np.testing.assert_array_equal(run_optim(model, {"x": feeds}, isa=isa)[0], want, err_msg=f"{cid} {isa}")
+            np.testing.assert_array_equal(run_optim(model, {"x": feeds}, isa=isa, winograd="0")[0], want, err_msg=f"{cid} {isa}")
 
 
 def test_eight_bit_weights_take_the_u8s8_kernels_only_where_they_sum_quads_exactly():

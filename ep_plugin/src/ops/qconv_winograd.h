@@ -1,8 +1,9 @@
 // QWinogradForm: the integer channels-last convolution unit (qconv_nhwc_forms.h) as an exact Winograd F(2x2, 3x3)
 // on int16 pairs, for the units rewrites/winograd.cc marks algorithm="winograd": 3x3 stride-1 convolutions of one
-// group whose weights the table runs on int16 pairs (8-bit weights on AVX2) and whose int32 values cannot
-// overflow (sums_fit_int32). Integer transforms (kernel_table.h, WinogradInputQ8Fn): 16 multiply-adds per 2x2
-// output pixels and input channel instead of 36, the same bytes as the direct form.
+// group on tables without VNNI's u8 x s8 quads (AVX2: 8-bit weights on int16 pairs, 7-bit ones on vpmaddubsw
+// pairs, both slower than this) whose int32 values cannot overflow (sums_fit_int32). Integer transforms
+// (kernel_table.h, WinogradInputQ8Fn): 16 multiply-adds per 2x2 output pixels and input channel instead of 36,
+// the same bytes as the direct form.
 #pragma once
 
 #include <vector>
