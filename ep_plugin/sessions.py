@@ -36,7 +36,9 @@ EP_OPTIONS = {
     "channels_last": "1 (default) runs convolutions and the ops around them on NHWC tensors inside each partition; "
                      "0 keeps ONNX's NCHW layout (the direct NCHW kernels), for comparison",
     "winograd": "1 (default) runs float 3x3 stride-1 convolutions of up to 1024 channels (channels last) as Winograd "
-                "F(2x2, 3x3): 2.25x fewer multiply-adds, results within float tolerance of direct; 0 keeps them direct",
+                "F(2x2, 3x3): 2.25x fewer multiply-adds, results within float tolerance of direct; and int8 ones of 8 "
+                "to 1024 input channels on kernel sets without VNNI (AVX2, AVX-512 without VNNI), on int16 pairs, "
+                "exactly (the bytes of direct; weights whose int32 sums could overflow stay direct); 0 keeps them direct",
     "precision": "fp32 (default), or bf16: float MatMul / Gemm with constant weights run with their inputs rounded to "
                  "bfloat16 and float32 sums (twice the FMA rate on CPUs with AVX512-BF16; needs one, or isa=scalar)",
 }
