@@ -59,7 +59,7 @@ def test_integer_winograd_equals_the_exact_replica_on_every_isa(c):
 
 
 @pytest.mark.parametrize("batch, cin, cout, hw, out_type, w_top", [
-    (2, 32, 32, 56, "u8", 127),   # 784 tiles an image in blocks of five tile rows: the last block of image 0 ends in image 1
+    (2, 32, 32, 56, "u8", 127),   # 784 tiles an image in blocks of 128: blocks start and end inside rows of 28 tiles, and one spans both images
     (3, 48, 96, 7, "s8", 127),    # one block of 16 tiles an image, cut into ranges of output channels
     (2, 192, 200, 13, "u8", 127),  # U' above 1 MB: the tiles in chunks; a part-filled last panel
     (2, 40, 40, 9, "s8", 64),     # 7-bit weights: direct, AVX2 runs them on its u8 x s8 pair kernel

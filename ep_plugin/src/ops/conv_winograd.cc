@@ -10,7 +10,7 @@
 namespace optim {
 
 WinogradF23::WinogradF23(const ConvGeometry& cg)
-    : cin_(cg.cin_g), cout_(cg.cout), schedule_(cg.cin_g, cg.cin_g, cg.cout, sizeof(float), sizeof(float), false) {}
+    : cin_(cg.cin_g), cout_(cg.cout), schedule_(cg.cin_g, cg.cin_g, cg.cout, sizeof(float), sizeof(float)) {}
 
 bool WinogradF23::suits(const ConvGeometry& cg) {
   return cg.spatial == 2 && cg.group == 1 && cg.wshape[2] == 3 && cg.wshape[3] == 3 && cg.win.strides[0] == 1 &&

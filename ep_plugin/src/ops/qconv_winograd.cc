@@ -1,7 +1,7 @@
 // The exact integer Winograd form (qconv_winograd.h): bytes to int16 V (winograd_input_q8), 16 int16-pair GEMMs
 // into int32 M (conv_gemm_s16 with raw_sums), M to the output's bytes (winograd_output_q8), then the unit's
-// stages after the sums (QAdd, table) over each block's rows; winograd_schedule.h shares the tiles out in whole
-// rows of tiles, so that a block's output pixels are consecutive rows.
+// stages after the sums (QAdd, table) over each block's runs of output pixels; winograd_schedule.h shares the
+// tiles out.
 #include "qconv_winograd.h"
 
 #include <cstdlib>
@@ -11,7 +11,7 @@
 namespace optim {
 
 QWinogradForm::QWinogradForm(const QConvUnit& u)
-    : QConvForm(u), kt_((u.cg.cin_g + 1) / 2 * 2), schedule_(u.cg.cin_g, kt_, u.cg.cout, sizeof(int16_t), 1, true) {
+    : QConvForm(u), kt_((u.cg.cin_g + 1) / 2 * 2), schedule_(u.cg.cin_g, kt_, u.cg.cout, sizeof(int16_t), 1) {
   if (!WinogradF23::suits(u.cg) || u.nchw_input)
     throw Error("algorithm 'winograd' needs a channels-last 3x3 stride-1 integer convolution of one group");
   if (!sums_fit_int32(u)) throw Error("algorithm 'winograd' on weights whose int32 sums could overflow");
@@ -102,8 +102,10 @@ struct IntegerSteps {
               const int64_t* pixel, int64_t j0, int64_t cols) const {
     const int64_t cout = u.cg.cout;
     rc.kernels.winograd_output_q8(m + j0, ld_pos, cout, nt, cols, pixel, y, cout, j0, ep);
-    const auto [r0, r1] = WinogradSchedule::output_rows(l, t0, nt);
-    u.finish_rows(rc, y, other.at(0), other.ldo, r0, r1, j0, j0 + cols);
+    if (u.after || u.lut)
+      WinogradSchedule::output_runs(l, t0, nt, [&](int64_t m0, int64_t m1) {
+        u.finish_rows(rc, y, other.at(0), other.ldo, m0, m1, j0, j0 + cols);
+      });
   }
 };
 

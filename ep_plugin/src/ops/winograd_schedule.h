@@ -45,12 +45,9 @@ void locate_winograd_tiles(const NhwcConvLayout& l, const T* x, const T* pad, in
 class WinogradSchedule {
  public:
   // cin: the input's channels (the padding row's length); k: V's values per tile and position (cin padded to the
-  // GEMM's K multiple); v_bytes: one value of V; in_bytes: one input value; whole_rows: blocks and chunks of whole
-  // rows of tiles, so that each one's output pixels are consecutive rows of C (the integer epilogue's stages
-  // after the sums go over row ranges).
-  WinogradSchedule(int64_t cin, int64_t k, int64_t cout, int64_t v_bytes, int64_t in_bytes, bool whole_rows)
-      : cin_(cin), k_(k), cout_(cout), v_bytes_(v_bytes), in_bytes_(in_bytes), whole_rows_(whole_rows),
-        chunked_(16 * k * cout * v_bytes > kFusedUBytes) {}
+  // GEMM's K multiple); v_bytes: one value of V; in_bytes: one input value.
+  WinogradSchedule(int64_t cin, int64_t k, int64_t cout, int64_t v_bytes, int64_t in_bytes)
+      : cin_(cin), k_(k), cout_(cout), v_bytes_(v_bytes), in_bytes_(in_bytes), chunked_(16 * k * cout * v_bytes > kFusedUBytes) {}
 
   static int64_t tiles(const NhwcConvLayout& l) { return l.n * ((l.oh + 1) / 2) * ((l.ow + 1) / 2); }
   size_t scratch_bytes(const NhwcConvLayout& l) const {
@@ -58,14 +55,20 @@ class WinogradSchedule {
     const Split s = split(l);
     return pad_row_bytes() + static_cast<size_t>(s.slots) * slot_bytes(s.per_block);
   }
-  // The first and one past the last row of C that tiles [t0, t0 + nt) write (whole_rows: all rows between).
-  static std::pair<int64_t, int64_t> output_rows(const NhwcConvLayout& l, int64_t t0, int64_t nt) {
+  // Calls fn(m0, m1) for each run of consecutive rows of C (output pixels) that tiles [t0, t0 + nt) write: per
+  // row of tiles they cover, its one or two output rows' pixels under those tiles.
+  template <class Fn>
+  static void output_runs(const NhwcConvLayout& l, int64_t t0, int64_t nt, const Fn& fn) {
     const int64_t tw = (l.ow + 1) / 2, th = (l.oh + 1) / 2;
-    auto row_of = [&](int64_t tile_row) {  // first output row of a tile row (images one after another)
-      return (tile_row / th * l.oh + std::min(l.oh, tile_row % th * 2)) * l.ow;
-    };
-    const int64_t last = (t0 + nt - 1) / tw;
-    return {row_of(t0 / tw), last % th == th - 1 ? (last / th + 1) * l.oh * l.ow : row_of(last + 1)};
+    for (int64_t t = t0; t < t0 + nt;) {
+      const int64_t tile_row = t / tw, tx0 = t % tw, tx1 = std::min(tw, tx0 + (t0 + nt - t));
+      const int64_t img = tile_row / th, oy0 = tile_row % th * 2;
+      for (int64_t oy = oy0; oy < std::min(l.oh, oy0 + 2); ++oy) {
+        const int64_t row = (img * l.oh + oy) * l.ow;
+        fn(row + tx0 * 2, row + std::min(l.ow, tx1 * 2));
+      }
+      t += tx1 - tx0;
+    }
   }
 
   template <class Steps>
@@ -95,16 +98,13 @@ class WinogradSchedule {
   struct Split {
     int64_t tiles = 0, per_block = 0, blocks = 0, ranges = 1, panel_step = 1, items = 0, slots = 1;
   };
-  // Tiles a block or chunk is a multiple of.
-  static int64_t granule(const NhwcConvLayout& l, bool whole_rows) { return whole_rows ? (l.ow + 1) / 2 : 1; }
-  static int64_t round_up(int64_t v, int64_t g) { return (v + g - 1) / g * g; }
   int64_t tile_bytes() const { return 16 * (k_ * v_bytes_ + cout_ * kMBytes); }  // V and M of one tile
   size_t pad_row_bytes() const { return (static_cast<size_t>(cin_ * in_bytes_) + 63) / 64 * 64; }
 
   Split split(const NhwcConvLayout& l) const {
     Split s;
     s.tiles = tiles(l);
-    s.per_block = round_up(std::clamp<int64_t>(kBlockBytes / tile_bytes() / 8 * 8, 8, 128), granule(l, whole_rows_));
+    s.per_block = std::clamp<int64_t>(kBlockBytes / tile_bytes() / 8 * 8, 8, 128);
     s.blocks = (s.tiles + s.per_block - 1) / s.per_block;
     // Few blocks (small images): each also takes a range of output channels (its input transform is then
     // done once per range, a small cost next to the GEMMs).
@@ -116,10 +116,8 @@ class WinogradSchedule {
     return s;
   }
   int64_t chunk_tiles(const NhwcConvLayout& l) const {
-    const int64_t g = granule(l, whole_rows_), fit = std::max<int64_t>(kChunkBytes / tile_bytes() / g * g, g);
-    return std::clamp<int64_t>(fit, 1, std::max<int64_t>(tiles(l), 1));
+    return std::clamp<int64_t>(kChunkBytes / tile_bytes(), 1, std::max<int64_t>(tiles(l), 1));
   }
-  int64_t transform_tiles(const NhwcConvLayout& l) const { return round_up(kTransformTiles, granule(l, whole_rows_)); }
 
   // One slot: V (16 x tiles x k), M (16 x tiles x Cout), the tiles' input pixels (16 each) and output rows (4).
   size_t slot_bytes(int64_t tiles) const {
@@ -168,7 +166,7 @@ class WinogradSchedule {
   template <class Steps>
   void run_chunked(const RunContext& rc, const NhwcConvLayout& l, const typename Steps::In* x, const typename Steps::In* pad,
                    uint8_t* base, const Steps& s) const {
-    const int64_t total = tiles(l), chunk = chunk_tiles(l), panels = (cout_ + 15) / 16, per_task = transform_tiles(l);
+    const int64_t total = tiles(l), chunk = chunk_tiles(l), panels = (cout_ + 15) / 16, per_task = kTransformTiles;
     const Slot<Steps> b = slot_at<Steps>(base, chunk);
     const int64_t mr = std::max<int64_t>(s.gemm_rows_multiple(rc), 1);
     const int64_t rows_per_task = std::max<int64_t>(mr, kGemmRowBytes / (k_ * v_bytes_) / mr * mr);
@@ -196,7 +194,7 @@ class WinogradSchedule {
   }
 
   int64_t cin_ = 0, k_ = 0, cout_ = 0, v_bytes_ = 4, in_bytes_ = 4;
-  bool whole_rows_ = false, chunked_ = false;
+  bool chunked_ = false;
 };
 
 }  // namespace optim
