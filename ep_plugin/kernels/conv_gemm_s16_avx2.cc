@@ -53,7 +53,7 @@ void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
     return;
   }
   // A full panel with per-column scales (every conv with per-channel weights) requantizes in registers.
-  if (cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !g.comp_col) {
+  if (cols == 16 && PanelStore::suits(ep) && !g.comp_col) {
     store_panel<MR>(g, ep, acc, m, j0);
     return;
   }

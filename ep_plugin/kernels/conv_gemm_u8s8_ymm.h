@@ -42,7 +42,7 @@ void u8s8_ymm_tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   // The common case keeps its epilogue in registers and starts the sums at the compensation.
-  const bool in_registers = cols == 16 && ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row;
+  const bool in_registers = cols == 16 && PanelStore::suits(ep);
   const Dot dot;
   __m256i acc[MR][2];
   unrolled<2>([&](auto h) OPTIM_INLINED {

@@ -76,6 +76,11 @@ inline void store_row(const int32_t* acc, int64_t i, int64_t j0, int64_t cols, c
 // too.
 class PanelStore {
  public:
+  // Whether an epilogue is one it stores: per-column scales (every convolution with per-channel weights), no
+  // per-row terms, quantized or float outputs (not raw sums).
+  static bool suits(const QgemmEpilogue& ep) {
+    return ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !ep.raw_sums;
+  }
   OPTIM_INLINED PanelStore(const QgemmEpilogue& ep, int64_t j0)
       : ep_(ep), s0_(_mm256_loadu_ps(ep.scale_col + j0)), s1_(_mm256_loadu_ps(ep.scale_col + j0 + 8)),
         has_bias_(ep.bias_col != nullptr),

@@ -63,9 +63,8 @@ void winograd_input_q8_avx2(const uint8_t* const* px, int64_t tiles, int64_t cha
 void winograd_output_q8_avx2(const int32_t* m, int64_t ld_pos, int64_t ld_tile, int64_t tiles, int64_t cols,
                              const int64_t* pixel, uint8_t* c, int64_t ldc, int64_t j0, const QgemmEpilogue& ep) {
   int64_t j = 0;
-  // Blocks of 16 channels with per-column scales (every convolution with per-channel weights): a block's
-  // requantization constants stay in registers over all the tiles.
-  if (ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !ep.raw_sums) {
+  // Blocks of 16 channels PanelStore takes: a block's requantization constants stay in registers over all tiles.
+  if (PanelStore::suits(ep)) {
     for (; j + 16 <= cols; j += 16) {
       const PanelStore panel(ep, j0 + j);
       const int32_t* mt = m + j;

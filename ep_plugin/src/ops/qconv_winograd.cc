@@ -78,8 +78,8 @@ struct IntegerSteps {
   kernels::QgemmEpilogue ep, sums;
 
   bool x_signed() const { return u.x_dtype == DType::kInt8; }
-  void pad_row(uint8_t* row, int64_t n) const {  // the zero point's byte: 0 once centered
-    std::fill(row, row + n, static_cast<uint8_t>(x_signed() ? static_cast<uint8_t>(static_cast<int8_t>(u.x_zero)) : u.x_zero));
+  void pad_row(uint8_t* row, int64_t n) const {  // the zero point's byte (int8's two's complement): 0 once centered
+    std::fill(row, row + n, static_cast<uint8_t>(u.x_zero));
   }
   static int64_t gemm_rows_multiple(const RunContext& rc) { return rc.kernels.conv_gemm_s16.traits.mr; }
   void input(const RunContext& rc, const uint8_t* const* px, int64_t nt, int16_t* v, int64_t ld_pos) const {
