@@ -50,21 +50,25 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   }
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
+  if (cols == 16) {
+    const ConvEpilogue256 finish(ep);
+    const float* bias = ep.bias ? ep.bias + j0 : nullptr;
+    const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
+    const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
+    float* out = g.c + m * ldc + j0;
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      _mm256_storeu_ps(out + i * ldc, finish(c0[i], bias, res ? res + i * ld_res : nullptr));
+      _mm256_storeu_ps(out + i * ldc + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + i * ld_res + 8 : nullptr));
+    }
+    return;
+  }
 #pragma GCC unroll 6
   for (int i = 0; i < MR; ++i) {
-    const int64_t row = m + i;
-    if (cols == 16) {
-      const float* bias = ep.bias ? ep.bias + j0 : nullptr;
-      const float* res = ep.residual ? ep.residual + row * ep.ld_residual + j0 : nullptr;
-      float* out = g.c + row * g.ldc + j0;
-      _mm256_storeu_ps(out, conv_epilogue256(c0[i], bias, res, ep));
-      _mm256_storeu_ps(out + 8, conv_epilogue256(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr, ep));
-    } else {
-      alignas(32) float acc[16];
-      _mm256_store_ps(acc, c0[i]);
-      _mm256_store_ps(acc + 8, c1[i]);
-      conv_f32_store_scalar(acc, cols, row, j0, g.c, g.ldc, ep);
-    }
+    alignas(32) float acc[16];
+    _mm256_store_ps(acc, c0[i]);
+    _mm256_store_ps(acc + 8, c1[i]);
+    conv_f32_store_scalar(acc, cols, m + i, j0, g.c, g.ldc, ep);
   }
 }
 

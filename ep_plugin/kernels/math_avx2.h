@@ -104,5 +104,22 @@ inline __m256 conv_epilogue256(__m256 v, const float* bias, const float* residua
   return ep.has_act ? activation256(ep.act, ep.act_params, v) : v;
 }
 
+// The same epilogue with its parameters copied into locals once, for a tile's many stores: read through `ep`,
+// each of them would be loaded again after every store to C (a float store may alias them).
+struct ConvEpilogue256 {
+  explicit ConvEpilogue256(const ConvF32Epilogue& ep)
+      : lo(_mm256_set1_ps(ep.lo)), hi(_mm256_set1_ps(ep.hi)), has_act(ep.has_act), act(ep.act), params(ep.act_params) {}
+  __m256 operator()(__m256 v, const float* bias, const float* residual) const {
+    if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
+    if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual));
+    v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));  // NaN stays (second operand)
+    return has_act ? activation256(act, params, v) : v;
+  }
+  __m256 lo, hi;
+  bool has_act;
+  ActivationOp act;
+  ActivationParams params;
+};
+
 }  // namespace
 }  // namespace optim::kernels
