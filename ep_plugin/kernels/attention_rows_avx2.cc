@@ -1,7 +1,7 @@
 // AVX2 attention over a key / value cache (kernel_table.h, DotRowsFn and SumRowsFn). Scores: eight rows at a time,
 // each dotted with x in its own accumulator, the eight reduced together by a tree of horizontal adds (one ymm of
 // eight scores, not eight separate reductions). Weighted sums: 32 columns at a time, even and odd rows in two
-// accumulator sets so no multiply-add waits on the previous one. Column tails through masked loads and stores.
+// accumulator sets so no multiply-add waits on the previous one. Column tails (only) through masked loads and stores.
 // Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
@@ -59,27 +59,43 @@ void dot_rows_f32_avx2(const float* x, const float* rows, int64_t ld, int64_t n,
   }
 }
 
-void sum_rows_f32_avx2(const float* w, const float* rows, int64_t ld, int64_t n, int64_t d, float* y) {
-  for (int64_t i0 = 0; i0 < d; i0 += 32) {
-    __m256i mask[4];
-    for (int k = 0; k < 4; ++k) mask[k] = first_lanes(d - i0 - 8 * k);
-    __m256 even[4], odd[4];
-    for (int k = 0; k < 4; ++k) even[k] = odd[k] = _mm256_setzero_ps();
-    const float* row = rows + i0;
-    int64_t t = 0;
-    for (; t + 2 <= n; t += 2, row += 2 * ld) {
-      const __m256 w0 = _mm256_set1_ps(w[t]), w1 = _mm256_set1_ps(w[t + 1]);
-      for (int k = 0; k < 4; ++k) {
-        even[k] = _mm256_fmadd_ps(w0, _mm256_maskload_ps(row + 8 * k, mask[k]), even[k]);
-        odd[k] = _mm256_fmadd_ps(w1, _mm256_maskload_ps(row + ld + 8 * k, mask[k]), odd[k]);
-      }
+namespace {
+
+// Columns [i0, i0 + 32) of sum_rows: plain loads and stores when all 32 exist (kWhole), masked ones for the
+// tail only (vmaskmovps costs several plain loads on AMD's cores).
+template <bool kWhole>
+void sum_rows_block(const float* w, const float* rows, int64_t ld, int64_t n, int64_t d, int64_t i0, float* y) {
+  __m256i mask[4];
+  for (int k = 0; k < 4; ++k) mask[k] = first_lanes(d - i0 - 8 * k);
+  auto load = [&](const float* p, int k) { return kWhole ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask[k]); };
+  __m256 even[4], odd[4];
+  for (int k = 0; k < 4; ++k) even[k] = odd[k] = _mm256_setzero_ps();
+  const float* row = rows + i0;
+  int64_t t = 0;
+  for (; t + 2 <= n; t += 2, row += 2 * ld) {
+    const __m256 w0 = _mm256_set1_ps(w[t]), w1 = _mm256_set1_ps(w[t + 1]);
+    for (int k = 0; k < 4; ++k) {
+      even[k] = _mm256_fmadd_ps(w0, load(row + 8 * k, k), even[k]);
+      odd[k] = _mm256_fmadd_ps(w1, load(row + ld + 8 * k, k), odd[k]);
     }
-    if (t < n) {
-      const __m256 w0 = _mm256_set1_ps(w[t]);
-      for (int k = 0; k < 4; ++k) even[k] = _mm256_fmadd_ps(w0, _mm256_maskload_ps(row + 8 * k, mask[k]), even[k]);
-    }
-    for (int k = 0; k < 4; ++k) _mm256_maskstore_ps(y + i0 + 8 * k, mask[k], _mm256_add_ps(even[k], odd[k]));
   }
+  if (t < n) {
+    const __m256 w0 = _mm256_set1_ps(w[t]);
+    for (int k = 0; k < 4; ++k) even[k] = _mm256_fmadd_ps(w0, load(row + 8 * k, k), even[k]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m256 sum = _mm256_add_ps(even[k], odd[k]);
+    if (kWhole) _mm256_storeu_ps(y + i0 + 8 * k, sum);
+    else _mm256_maskstore_ps(y + i0 + 8 * k, mask[k], sum);
+  }
+}
+
+}  // namespace
+
+void sum_rows_f32_avx2(const float* w, const float* rows, int64_t ld, int64_t n, int64_t d, float* y) {
+  int64_t i0 = 0;
+  for (; i0 + 32 <= d; i0 += 32) sum_rows_block<true>(w, rows, ld, n, d, i0, y);
+  if (i0 < d) sum_rows_block<false>(w, rows, ld, n, d, i0, y);
 }
 
 }  // namespace optim::kernels

@@ -89,6 +89,7 @@ CASES = [  # (batch, heads, kv heads, S, past, D, scale op, mask)
     (1, 4, 2, 5, 3, 16, "Mul", True),    # a prefill after a past: causal mask rows
     (1, 4, 4, 1, 39, 64, "Div", False),  # one head per cache head (GPT-2 style), 40 positions: 8-row groups + tail
     (2, 8, 1, 2, 30, 32, "Mul", True),   # multi-query (one cache head for all)
+    (1, 2, 2, 1, 9, 48, "Mul", False),   # D = a whole 32-column block of the weighted sums, then a masked tail
 ]
 
 
