@@ -1,7 +1,8 @@
 // AVX2 NHWC convolution GEMM on float32 (kernel_table.h, ConvGemmF32Args): 6 output pixels by one
 // 16-column panel, 12 ymm accumulators; per K value two panel loads and one broadcast per pixel feed 12
-// FMAs, the pixels' row pointers moving by tap. The epilogue runs in registers; a panel cut by C's edge
-// goes through the scalar epilogue. Compiled with -mavx2 -mfma.
+// FMAs, the pixels' row pointers moving by tap; a last panel of at most 8 columns on 12 pixels by 8 columns
+// (half_tile). The epilogue runs in registers; other panels cut by C's edge go through the scalar epilogue.
+// Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -72,14 +73,66 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   }
 }
 
+// A last panel of at most 8 columns (C's width 8 more than a multiple of 16: 24, 40, 72, 88... channels): MR <= 12
+// rows by the panel's first 8 columns, 12 accumulators, so none of the 16-wide tile's multiply-adds go to the
+// panel's zero padding. Each sum takes its products in the 16-wide tile's order: the same bits.
+constexpr int kHalfRows = 12;
+
+template <int MR>
+void half_tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
+  const ConvRows& r = g.a;
+  const float* x = static_cast<const float*>(r.x);
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  const float* w = g.w + p * r.taps * r.k_tap * 16;
+  __m256 c[MR];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) c[i] = _mm256_setzero_ps();
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const float* a[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+    for (int64_t k = 0; k < r.k_tap; ++k, w += 16) {
+      const __m256 b = _mm256_loadu_ps(w);
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a[i] + k), b, c[i]);
+    }
+  }
+  const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
+  const ConvF32Epilogue& ep = g.ep;
+  if (cols == 8) {
+    const ConvEpilogue256 finish(ep);
+    const float* bias = ep.bias ? ep.bias + j0 : nullptr;
+    const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
+    const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
+    float* out = g.c + m * ldc + j0;
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out + i * ldc, finish(c[i], bias, res ? res + i * ld_res : nullptr));
+    return;
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; ++i) {
+    alignas(32) float acc[8];
+    _mm256_store_ps(acc, c[i]);
+    conv_f32_store_scalar(acc, cols, m + i, j0, g.c, g.ldc, ep);
+  }
+}
+
 using TileFn = void (*)(const ConvGemmF32Args&, int64_t, int64_t);
 constexpr TileFn kTiles[kRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>};
+constexpr TileFn kHalfTiles[kHalfRows + 1] = {nullptr,       half_tile<1>, half_tile<2>,  half_tile<3>, half_tile<4>,
+                                              half_tile<5>,  half_tile<6>, half_tile<7>,  half_tile<8>, half_tile<9>,
+                                              half_tile<10>, half_tile<11>, half_tile<12>};
 
 }  // namespace
 
 void conv_gemm_f32_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmF32Args& g) {
-  for_each_conv_tile(m0, m1, p0, p1, kRows, 1, g.a.taps * g.a.k_tap * 16 * 4,
+  const bool half_last = p1 > p0 && panel_cols(g.n, p1 - 1) <= 8;
+  const int64_t whole_p1 = half_last ? p1 - 1 : p1;
+  for_each_conv_tile(m0, m1, p0, whole_p1, kRows, 1, g.a.taps * g.a.k_tap * 16 * 4,
                      [&](int64_t m, int64_t rows, int64_t p, int64_t) { kTiles[rows](g, m, p); });
+  if (half_last)
+    for (int64_t m = m0; m < m1; m += kHalfRows) kHalfTiles[std::min<int64_t>(kHalfRows, m1 - m)](g, m, p1 - 1);
 }
 
 }  // namespace optim::kernels
