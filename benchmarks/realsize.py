@@ -12,8 +12,9 @@ in a child process (realsize_model.py): one that fails or crashes is reported an
 run. The machine's fp32 and int8 peaks are measured first (peak.py); with --isa, shares are of the
 peaks of that kernel set (e.g. avx2: the AVX2 FMA and, by --weight-bits, the u8 x s8 or int16-pair
 peak). Rewrites the table between the realsize markers in BENCHMARKS.md with the command, the machine
-and the peaks; a run with other kernels or weights has markers of its own (realsize-avx2-w7...), and
-a section at the end of the file the first time.
+and the peaks; a run with other kernels or weights has markers of its own (realsize-avx2-w7...), as has a run
+on a CPU without AVX-512 (realsize-avx2host-w8: there the CPU EP runs AVX2 too), and a section at the end of the
+file the first time.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import onnxruntime as ort
 
 import options
 import realsize_report
-from optim.common.machine import core_count, cpu_summary
+from optim.common.machine import core_count, cpu_flags, cpu_summary
 from peak import measure as measure_peak
 from realsize_models import SUITE
 from run import HERE, _replace_between
@@ -90,12 +91,29 @@ def run_model(name: str, args, folder: Path) -> dict:
     return result
 
 
+def avx2_host(args) -> bool:
+    """Whether this run is OptimEP's AVX2 kernels on a CPU without AVX-512, where the CPU EP runs AVX2 too: the one
+    kind of run whose CPU EP columns are an AVX2 host's (forced to avx2 elsewhere, only OptimEP's side is)."""
+    flags = cpu_flags()
+    return flags["avx2"] and not flags["avx512f"] and args.isa in ("auto", "avx2")
+
+
 def markers(args) -> tuple[str, str]:
     """The BENCHMARKS.md markers of a run's table: the default kernels and weights, or its own pair."""
-    if args.isa == "auto" and args.weight_bits == 8:
+    if avx2_host(args):
+        tag = f"realsize-avx2host-w{args.weight_bits}"
+    elif args.isa == "auto" and args.weight_bits == 8:
         return MARKERS
-    tag = f"realsize-{args.isa}-w{args.weight_bits}"
+    else:
+        tag = f"realsize-{args.isa}-w{args.weight_bits}"
     return f"<!-- {tag}:begin -->", f"<!-- {tag}:end -->"
+
+
+def heading(args) -> str:
+    """The section heading a run's table gets the first time (its markers' own section at the end of the file)."""
+    if avx2_host(args):
+        return f"Real-size models on an AVX2-only host (no AVX-512: OptimEP and the CPU EP on AVX2), {args.weight_bits}-bit int8 weights"
+    return f"Real-size models with OptimEP's kernels forced to {args.isa}, {args.weight_bits}-bit int8 weights"
 
 
 def machine(args, peak) -> dict:
@@ -140,8 +158,7 @@ def main(argv=None) -> int:
     if not args.no_markdown:
         md = HERE / "BENCHMARKS.md"
         lines = realsize_report.markdown(results, rows, header(args, mach, peak, command))
-        heading = f"Real-size models with OptimEP's kernels forced to {args.isa}, {args.weight_bits}-bit int8 weights"
-        md.write_text(_replace_between(md.read_text(), markers(args), lines, heading))
+        md.write_text(_replace_between(md.read_text(), markers(args), lines, heading(args)))
     return 0
 
 

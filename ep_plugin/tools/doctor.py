@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -19,12 +22,27 @@ def _probe_model() -> bytes:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10).SerializeToString()
 
 
+@contextlib.contextmanager
+def _native_log_quiet():
+    """File descriptor 2 to /dev/null: a probe OptimEP refuses (an ISA or bf16 the CPU lacks) makes ONNX Runtime's
+    native logger print an error on its way to the refusal, and the refusal is the answer, not a problem."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def isa_supported(isa: str) -> bool:
     """Whether OptimEP can run with its kernels forced to `isa` on this machine (it refuses otherwise)."""
     from ..sessions import session
 
     try:
-        session(_probe_model(), fallback=False, isa=isa)
+        with _native_log_quiet():
+            session(_probe_model(), fallback=False, isa=isa)
     except Exception:
         return False
     return True
@@ -35,7 +53,8 @@ def bf16_kernel(isa: str = "auto") -> str | None:
     from ..sessions import session
 
     try:
-        sess = session(_probe_model(), fallback=False, isa=isa, precision="bf16")
+        with _native_log_quiet():
+            sess = session(_probe_model(), fallback=False, isa=isa, precision="bf16")
     except Exception:
         return None
     return next((k for k in sess._optim_report.get("kernels", []) if k.startswith("sgemm_bf16")), None)
