@@ -19,9 +19,6 @@ constexpr int kRows = 6;
 template <int MR>
 void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
-  const float* x = static_cast<const float*>(r.x);
-  int64_t base[MR];
-  conv_row_bases(r, m, MR, base);
   const float* w = g.w + p * r.taps * r.k_tap * 16;
   const bool prefetch_next = (p + 1) * 16 >= g.n;
   __m256 c0[MR], c1[MR];
@@ -30,10 +27,7 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
     c0[i] = _mm256_setzero_ps();
     c1[i] = _mm256_setzero_ps();
   }
-  for (int64_t t = 0; t < r.taps; ++t) {
-    const float* a[MR];
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+  for_each_tap<MR, float>(r, m, [&](const float* const* a) OPTIM_INLINED {
     for (int64_t c = 0; c < r.k_tap; ++c, w += 16) {
       // The next tile's rows, a line per row every 16 values, once per row block: as in conv_gemm_f32_avx512.cc.
       if (prefetch_next && (c & 15) == 0) {
@@ -48,7 +42,7 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
         c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
       }
     }
-  }
+  });
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 16) {
@@ -81,23 +75,17 @@ constexpr int kHalfRows = 12;
 template <int MR>
 void half_tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
-  const float* x = static_cast<const float*>(r.x);
-  int64_t base[MR];
-  conv_row_bases(r, m, MR, base);
   const float* w = g.w + p * r.taps * r.k_tap * 16;
   __m256 c[MR];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; ++i) c[i] = _mm256_setzero_ps();
-  for (int64_t t = 0; t < r.taps; ++t) {
-    const float* a[MR];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) a[i] = x + base[i] + r.tap_off[t];
+  for_each_tap<MR, float>(r, m, [&](const float* const* a) OPTIM_INLINED {
     for (int64_t k = 0; k < r.k_tap; ++k, w += 16) {
       const __m256 b = _mm256_loadu_ps(w);
 #pragma GCC unroll 12
       for (int i = 0; i < MR; ++i) c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a[i] + k), b, c[i]);
     }
-  }
+  });
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 8) {

@@ -18,31 +18,31 @@ namespace {
 
 constexpr int kRows = 6;
 
+// The two int16 values at p as one int32 (the pair a broadcast carries).
+inline int32_t pair_at(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, sizeof(pair));
+  return pair;
+}
+
 template <int MR>
 void tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
-  const int16_t* x = static_cast<const int16_t*>(r.x);
-  int64_t base[MR];
-  conv_row_bases(r, m, MR, base);
   const int64_t kp_tap = r.k_tap / 2;
   const int16_t* w = static_cast<const int16_t*>(g.w) + p * r.taps * kp_tap * 32;
   __m256i acc[MR][2];
   unrolled<MR>([&](auto i) OPTIM_INLINED { acc[i][0] = acc[i][1] = _mm256_setzero_si256(); });
-  for (int64_t t = 0; t < r.taps; ++t) {
-    const int16_t* a[MR];
-    unrolled<MR>([&](auto i) OPTIM_INLINED { a[i] = x + base[i] + r.tap_off[t]; });
+  for_each_tap<MR, int16_t>(r, m, [&](const int16_t* const* a) OPTIM_INLINED {
     for (int64_t q = 0; q < kp_tap; ++q, w += 32) {
       const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
       const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
       unrolled<MR>([&](auto i) OPTIM_INLINED {
-        int32_t pair;
-        std::memcpy(&pair, a[i] + 2 * q, sizeof(pair));
-        const __m256i av = _mm256_set1_epi32(pair);
+        const __m256i av = _mm256_set1_epi32(pair_at(a[i] + 2 * q));
         acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
         acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
       });
     }
-  }
+  });
   const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   if (ep.raw_sums && cols == 16 && !g.comp_col) {  // Winograd's M: the sums as they are
@@ -75,25 +75,18 @@ constexpr int kHalfRows = 12;
 template <int MR>
 void half_tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
-  const int16_t* x = static_cast<const int16_t*>(r.x);
-  int64_t base[MR];
-  conv_row_bases(r, m, MR, base);
   const int64_t kp_tap = r.k_tap / 2;
   const int16_t* w = static_cast<const int16_t*>(g.w) + p * r.taps * kp_tap * 32;
   __m256i acc[MR];
   unrolled<MR>([&](auto i) OPTIM_INLINED { acc[i] = _mm256_setzero_si256(); });
-  for (int64_t t = 0; t < r.taps; ++t) {
-    const int16_t* a[MR];
-    unrolled<MR>([&](auto i) OPTIM_INLINED { a[i] = x + base[i] + r.tap_off[t]; });
+  for_each_tap<MR, int16_t>(r, m, [&](const int16_t* const* a) OPTIM_INLINED {
     for (int64_t q = 0; q < kp_tap; ++q, w += 32) {
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
       unrolled<MR>([&](auto i) OPTIM_INLINED {
-        int32_t pair;
-        std::memcpy(&pair, a[i] + 2 * q, sizeof(pair));
-        acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_set1_epi32(pair), b));
+        acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_set1_epi32(pair_at(a[i] + 2 * q)), b));
       });
     }
-  }
+  });
   const QgemmEpilogue& ep = *g.ep;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   alignas(32) int32_t sums[8];

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernel_table.h"
+#include "unrolled.h"
 
 namespace optim::kernels {
 
@@ -33,6 +34,20 @@ inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t*
       }
       at = row;
     }
+  }
+}
+
+// The taps of a tile's rows m..m+MR-1 (inputs of element type T): body(a) once per tap, in order, a[i] pointing
+// at row i's first input value of that tap (a[0..MR)). The walk the register tiles run their K loops in.
+template <int MR, typename T, typename Body>
+OPTIM_INLINED inline void for_each_tap(const ConvRows& r, int64_t m, const Body& body) {
+  const T* x = static_cast<const T*>(r.x);
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const T* a[MR];
+    unrolled<MR>([&](auto i) OPTIM_INLINED { a[i] = x + base[i] + r.tap_off[t]; });
+    body(a);
   }
 }
 
