@@ -16,6 +16,19 @@ namespace {
 
 constexpr int kRows = 6;
 
+// Rows m..m+MR-1 of C from column j0 in registers: store(i, finish, row i of C, bias, row i of the residual), the
+// epilogue's parameters held in locals once (ConvEpilogue256) for all the tile's stores.
+template <int MR, typename Store>
+OPTIM_INLINED inline void store_rows(const ConvGemmF32Args& g, int64_t m, int64_t j0, const Store& store) {
+  const ConvF32Epilogue& ep = g.ep;
+  const ConvEpilogue256 finish(ep);
+  const float* bias = ep.bias ? ep.bias + j0 : nullptr;
+  const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
+  const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
+  float* out = g.c + m * ldc + j0;
+  unrolled<MR>([&](auto i) OPTIM_INLINED { store(i, finish, out + i * ldc, bias, res ? res + i * ld_res : nullptr); });
+}
+
 template <int MR>
 void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const ConvRows& r = g.a;
@@ -46,16 +59,10 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 16) {
-    const ConvEpilogue256 finish(ep);
-    const float* bias = ep.bias ? ep.bias + j0 : nullptr;
-    const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
-    const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
-    float* out = g.c + m * ldc + j0;
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i) {
-      _mm256_storeu_ps(out + i * ldc, finish(c0[i], bias, res ? res + i * ld_res : nullptr));
-      _mm256_storeu_ps(out + i * ldc + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + i * ld_res + 8 : nullptr));
-    }
+    store_rows<MR>(g, m, j0, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
+      _mm256_storeu_ps(out, finish(c0[i], bias, res));
+      _mm256_storeu_ps(out + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr));
+    });
     return;
   }
 #pragma GCC unroll 6
@@ -89,13 +96,9 @@ void half_tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 8) {
-    const ConvEpilogue256 finish(ep);
-    const float* bias = ep.bias ? ep.bias + j0 : nullptr;
-    const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
-    const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
-    float* out = g.c + m * ldc + j0;
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out + i * ldc, finish(c[i], bias, res ? res + i * ld_res : nullptr));
+    store_rows<MR>(g, m, j0, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
+      _mm256_storeu_ps(out, finish(c[i], bias, res));
+    });
     return;
   }
 #pragma GCC unroll 12
