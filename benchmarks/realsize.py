@@ -112,7 +112,8 @@ def markers(args) -> tuple[str, str]:
 def heading(args) -> str:
     """The section heading a run's table gets the first time (its markers' own section at the end of the file)."""
     if avx2_host(args):
-        return f"Real-size models on an AVX2-only host (no AVX-512: OptimEP and the CPU EP on AVX2), {args.weight_bits}-bit int8 weights"
+        return (f"Real-size models on an AVX2-only host (no AVX-512: OptimEP and the CPU EP on AVX2), "
+                f"{args.weight_bits}-bit int8 weights")
     return f"Real-size models with OptimEP's kernels forced to {args.isa}, {args.weight_bits}-bit int8 weights"
 
 

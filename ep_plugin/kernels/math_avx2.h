@@ -94,18 +94,10 @@ inline __m256 activation256(ActivationOp op, const ActivationParams& p, __m256 v
   }
 }
 
-// The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on 8 channels: bias and residual (each
-// when not null, pointing at those channels), the clamp, the activation. The AVX2 conv GEMM's and Winograd's.
-inline __m256 conv_epilogue256(__m256 v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
-  if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias));
-  if (residual) v = _mm256_add_ps(v, _mm256_loadu_ps(residual));
-  v = _mm256_max_ps(_mm256_set1_ps(ep.lo), v);  // NaN stays (second operand)
-  v = _mm256_min_ps(_mm256_set1_ps(ep.hi), v);
-  return ep.has_act ? activation256(ep.act, ep.act_params, v) : v;
-}
-
-// The same epilogue with its parameters copied into locals once, for a tile's many stores: read through `ep`,
-// each of them would be loaded again after every store to C (a float store may alias them).
+// The float convolution epilogue (kernel_table.h, ConvF32Epilogue) on 8 channels: bias and residual (each when not
+// null, pointing at those channels), the clamp, the activation; its parameters copied into locals once, for a tile's
+// many stores (read through `ep`, each would be loaded again after every store to C: a float store may alias them).
+// The AVX2 conv GEMM's and Winograd's.
 struct ConvEpilogue256 {
   explicit ConvEpilogue256(const ConvF32Epilogue& ep)
       : lo(_mm256_set1_ps(ep.lo)), hi(_mm256_set1_ps(ep.hi)), has_act(ep.has_act), act(ep.act), params(ep.act_params) {}
@@ -120,6 +112,11 @@ struct ConvEpilogue256 {
   ActivationOp act;
   ActivationParams params;
 };
+
+// The same for one store.
+inline __m256 conv_epilogue256(__m256 v, const float* bias, const float* residual, const ConvF32Epilogue& ep) {
+  return ConvEpilogue256(ep)(v, bias, residual);
+}
 
 }  // namespace
 }  // namespace optim::kernels
