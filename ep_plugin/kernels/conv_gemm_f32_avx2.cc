@@ -16,17 +16,19 @@ namespace {
 
 constexpr int kRows = 6;
 
-// Rows m..m+MR-1 of C from column j0 in registers: store(i, finish, row i of C, bias, row i of the residual), the
-// epilogue's parameters held in locals once (ConvEpilogue256) for all the tile's stores.
+// Rows m..m+MR-1 of C from column j0, `width` columns, in registers: store(i, finish, row i of C, bias, row i of
+// the residual), the epilogue's parameters held in locals once (ConvEpilogue256) for all the tile's stores; a
+// SiLU after them, on the stored block (silu_block).
 template <int MR, typename Store>
-OPTIM_INLINED inline void store_rows(const ConvGemmF32Args& g, int64_t m, int64_t j0, const Store& store) {
+OPTIM_INLINED inline void store_rows(const ConvGemmF32Args& g, int64_t m, int64_t j0, int64_t width, const Store& store) {
   const ConvF32Epilogue& ep = g.ep;
-  const ConvEpilogue256 finish(ep);
+  const ConvEpilogue256 finish(ep, true);
   const float* bias = ep.bias ? ep.bias + j0 : nullptr;
   const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
   const int64_t ld_res = ep.ld_residual, ldc = g.ldc;
   float* out = g.c + m * ldc + j0;
   unrolled<MR>([&](auto i) OPTIM_INLINED { store(i, finish, out + i * ldc, bias, res ? res + i * ld_res : nullptr); });
+  if (ep.has_act && !finish.has_act) silu_block(out, ldc, MR, width);
 }
 
 template <int MR>
@@ -59,7 +61,7 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 16) {
-    store_rows<MR>(g, m, j0, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
+    store_rows<MR>(g, m, j0, 16, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
       _mm256_storeu_ps(out, finish(c0[i], bias, res));
       _mm256_storeu_ps(out + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr));
     });
@@ -96,7 +98,7 @@ void half_tile(const ConvGemmF32Args& g, int64_t m, int64_t p) {
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   const ConvF32Epilogue& ep = g.ep;
   if (cols == 8) {
-    store_rows<MR>(g, m, j0, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
+    store_rows<MR>(g, m, j0, 8, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
       _mm256_storeu_ps(out, finish(c[i], bias, res));
     });
     return;

@@ -11,7 +11,10 @@ namespace optim::kernels {
 
 // base[i] = offset (in elements) of row m + i's first value, for i in [0, count).
 inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t* base) {
-  if (r.sw == 1 && r.sh == 1 && r.wp == r.ow && r.image_stride == r.pixels * r.cs) {  // rows one after another
+  // Rows one after another: unit strides over unpadded rows, and the images back to back or all rows in the first
+  // (a tile of rows in cache, image_stride 0). Most 1x1 tiles take this path: the walk below costs three 64-bit
+  // divisions, ~100 cycles on AMD Zen, a third of a 6x16 float tile's multiply-adds at K = 16.
+  if (r.sw == 1 && r.sh == 1 && r.wp == r.ow && (r.image_stride == r.pixels * r.cs || m + count <= r.pixels)) {
     for (int64_t i = 0; i < count; ++i) base[i] = (m + i) * r.cs;
     return;
   }

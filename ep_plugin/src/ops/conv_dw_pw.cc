@@ -106,6 +106,13 @@ int64_t DepthwiseStage::tile_pixels() const {
   return std::clamp<int64_t>(kTileBytes / (cg_.cout * static_cast<int64_t>(sizeof(float))) / 8 * 8, 8, 256);
 }
 
+int64_t DepthwiseStage::tile_pixels(int64_t pixels) const {
+  const int64_t most = tile_pixels();
+  int64_t tiles = (pixels + most - 1) / most;
+  if (tiles % 2 == 1 && tiles < kBandSlots && pixels >= 16) ++tiles;
+  return std::max<int64_t>(1, (pixels + tiles - 1) / tiles);
+}
+
 size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
   if (ex_) {
     const Bands b = bands(NhwcConvLayout(cg_, depthwise_input_shape(x)));
@@ -113,14 +120,14 @@ size_t DepthwiseStage::scratch_bytes(const Shape& x) const {
   }
   const Shape y = output_shape(x);
   const int64_t pixels = shape_numel(y) / std::max<int64_t>(cg_.cout, 1);
-  const int64_t tiles = (pixels + tile_pixels() - 1) / tile_pixels();
-  return static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kBandSlots) * tile_pixels() * cg_.cout) * sizeof(float);
+  const int64_t per = tile_pixels(pixels), tiles = (pixels + per - 1) / per;
+  return static_cast<size_t>(std::clamp<int64_t>(tiles, 1, kBandSlots) * per * cg_.cout) * sizeof(float);
 }
 
 void DepthwiseStage::run(const RunContext& rc, const Shape& xs, const float* x, void* scratch,
                          const std::function<void(const float* tile, int64_t m0, int64_t m1)>& pointwise, float* out) const {
   const NhwcConvLayout l(cg_, depthwise_input_shape(xs));
-  const int64_t pixels = l.n * l.pixels(), per = tile_pixels();
+  const int64_t pixels = l.n * l.pixels(), per = tile_pixels(pixels);
   if (pixels == 0) return;
   const int64_t tiles = (pixels + per - 1) / per;
   kernels::DwconvF32Args a;
@@ -150,7 +157,7 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
                                const std::function<void(const float*, int64_t, int64_t)>& pointwise, float* out) const {
   const Bands b = bands(l);
   const DepthwiseBands& plan = b.plan;
-  const int64_t c = cg_.cout, rows = plan.rows;
+  const int64_t c = cg_.cout;
   kernels::ConvGemmF32Args e;  // the expansion: a plain GEMM over the band's input pixels
   e.w = ex_->packed.data();
   e.n = c;
@@ -165,8 +172,7 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
     kernels::DwconvF32Args mine = a;
     float* tile = buffer + b.tile_offset;
     BandRows held;
-    auto one_band = [&](int64_t img, int64_t band_index) {
-      const int64_t oy0 = band_index * rows, oy1 = std::min(l.oh, oy0 + rows);
+    auto one_band = [&](int64_t img, int64_t oy0, int64_t oy1) {
       // The input rows these output rows read: those the last band made kept, the rest expanded after them.
       const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
       const auto [band, fresh0] = held.place(buffer, l.w * c, kBandCapacity * plan.in_rows, r0, r1);
@@ -187,9 +193,8 @@ void DepthwiseStage::run_bands(const RunContext& rc, const NhwcConvLayout& l, co
       pointwise(out ? image_out + oy0 * l.ow * c : tile, img * l.pixels() + oy0 * l.ow, img * l.pixels() + oy1 * l.ow);
     };
     for (int64_t item; (item = next.fetch_add(1)) < plan.items;) {
-      const int64_t img = item / plan.runs, b0 = item % plan.runs * plan.per_run;
       held = BandRows{};
-      for (int64_t bi = b0; bi < std::min(plan.count, b0 + plan.per_run); ++bi) one_band(img, bi);
+      plan.for_each_band(item, one_band);
     }
   });
 }

@@ -50,7 +50,10 @@ class DepthwiseStage {
     std::vector<float> bias;
     kernels::ConvF32Epilogue ep;
   };
-  int64_t tile_pixels() const;
+  int64_t tile_pixels() const;  // at most, a tile in L2
+  // For `pixels` output pixels in all: at most tile_pixels(), and the tiles even in number when they are few, so
+  // that two or four threads finish together (7x7 pixels of 960 channels: 25 + 24, not 32 + 17).
+  int64_t tile_pixels(int64_t pixels) const;
   Shape depthwise_input_shape(const Shape& x) const;
   // How the bands of output rows (with the expansion) are cut and shared out (depthwise_bands.h), and where
   // a slot's depthwise tile lies, after the band's expanded rows (floats).

@@ -16,10 +16,18 @@ constexpr int64_t kBandBytes = 256 << 10;    // what one band holds: its input r
 constexpr int64_t kBandMinItems = 4;         // runs of bands per call at least (threads share them)
 
 struct DepthwiseBands {
-  int64_t rows = 1, count = 1;    // output rows per band, bands per image
-  int64_t runs = 1, per_run = 1;  // runs of consecutive bands per image, bands per run
-  int64_t items = 1, slots = 1;   // runs in all, scratch slots
-  int64_t in_rows = 1;            // input rows one band reads at most
+  int64_t rows = 1, count = 1;   // output rows per band at most, bands per image at that size
+  int64_t oh = 1, runs = 1;      // output rows per image, runs of consecutive bands per image
+  int64_t items = 1, slots = 1;  // runs in all, scratch slots
+  int64_t in_rows = 1;           // input rows one band reads at most
+  // body(img, oy0, oy1) on each band of item `item` (a run: the output rows of one image shared out evenly over its
+  // runs, so that the threads finish together, then cut into bands of at most `rows` rows), in order.
+  template <typename Body>
+  void for_each_band(int64_t item, const Body& body) const {
+    const int64_t img = item / runs, run = item % runs;
+    const int64_t first = run * oh / runs, end = (run + 1) * oh / runs;
+    for (int64_t oy = first; oy < end; oy += rows) body(img, oy, std::min(end, oy + rows));
+  }
 };
 
 // The input rows [first, end) inside the image that output rows [oy0, oy1) read.
@@ -34,13 +42,14 @@ inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_p
   DepthwiseBands b;
   while (b.rows < l.oh && bytes(b.rows + 1) <= kBandBytes) ++b.rows;
   b.count = (l.oh + b.rows - 1) / b.rows;
+  b.oh = l.oh;
   // Runs short enough for every thread to get some at batch 1, but each run after the first expands the rows
   // it shares with the one before again: fewer runs (at least two) where that would pass a quarter of the
-  // image's rows (a 5x5 stride-2 depthwise over 14 rows: 3 rows per run).
+  // image's rows (a 5x5 stride-2 depthwise over 14 rows). Halved rather than decremented, so that the runs
+  // share out evenly over two or four threads (three runs on two threads: one waits a third of the time).
   b.runs = std::clamp<int64_t>((kBandMinItems + l.n - 1) / l.n, 1, b.count);
   const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
-  while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) --b.runs;
-  b.per_run = (b.count + b.runs - 1) / b.runs;
+  while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) b.runs = std::max<int64_t>(2, b.runs / 2);
   b.items = l.n * b.runs;
   b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
   b.in_rows = std::min(l.h, l.rows_read(b.rows));

@@ -81,8 +81,7 @@ class QConvBlock : public Op {
     rc.parallel_for(static_cast<size_t>(p.slots), [&](size_t s) {
       const Slot buf = carve(static_cast<uint8_t*>(rc.scratch()) + s * slot, parts);
       BandRows held;
-      auto one_band = [&](int64_t img, int64_t band_index) {
-        const int64_t oy0 = band_index * p.rows, oy1 = std::min(l.oh, oy0 + p.rows);
+      auto one_band = [&](int64_t img, int64_t oy0, int64_t oy1) {
         const auto [r0, r1] = depthwise_input_rows(l, oy0, oy1);
         const auto [band, fresh0] = held.place(buf.band, l.w * c, band_capacity_rows(p), r0, r1);
         const int64_t fresh = (r1 - fresh0) * l.w;
@@ -116,9 +115,8 @@ class QConvBlock : public Op {
         projection()->gemm().pointwise_rows(rc, buf.tile, pixels, y + first * cout, others, ldo, buf.pw_scratch);
       };
       for (int64_t item; (item = next.fetch_add(1)) < p.items;) {
-        const int64_t img = item / p.runs, b0 = item % p.runs * p.per_run;
         held = BandRows{};
-        for (int64_t b = b0; b < std::min(p.count, b0 + p.per_run); ++b) one_band(img, b);
+        p.for_each_band(item, one_band);
       }
     });
   }
