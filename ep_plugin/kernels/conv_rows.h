@@ -42,27 +42,34 @@ inline void conv_row_bases(const ConvRows& r, int64_t m, int64_t count, int64_t*
 
 // The taps of a tile's rows m..m+MR-1 (inputs of element type T): body(a) once per tap, in order, a[i] pointing
 // at row i's first input value of that tap (a[0..MR)). The walk the register tiles run their K loops in.
+// With the rows' bases (conv_row_bases) given: a tile that runs several panels over the same rows finds them once.
 template <int MR, typename T, typename Body>
-OPTIM_INLINED inline void for_each_tap(const ConvRows& r, int64_t m, const Body& body) {
+OPTIM_INLINED inline void for_each_tap(const ConvRows& r, const int64_t* base, const Body& body) {
   const T* x = static_cast<const T*>(r.x);
-  int64_t base[MR];
-  conv_row_bases(r, m, MR, base);
   for (int64_t t = 0; t < r.taps; ++t) {
     const T* a[MR];
     unrolled<MR>([&](auto i) OPTIM_INLINED { a[i] = x + base[i] + r.tap_off[t]; });
     body(a);
   }
 }
+template <int MR, typename T, typename Body>
+OPTIM_INLINED inline void for_each_tap(const ConvRows& r, int64_t m, const Body& body) {
+  int64_t base[MR];
+  conv_row_bases(r, m, MR, base);
+  for_each_tap<MR, T>(r, base, body);
+}
 
 // The order the tiles of rows [m0, m1) x panels [p0, p1) go in: tile(m, rows, p, panels), `rows` <= mr,
 // `panels` <= np. When the panels' weights fit in cache (short K: 1x1 and early layers), each block of rows
 // runs across every panel, so an input row is read once and an output row written whole before moving on;
 // otherwise (long K) each group of panels runs down every row, so each weight panel is read once.
+constexpr int64_t kWeightsInCacheBytes = 256 << 10;
+inline bool conv_weights_in_cache(int64_t panels, int64_t panel_bytes) { return panels * panel_bytes <= kWeightsInCacheBytes; }
+
 template <typename Tile>
 inline void for_each_conv_tile(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t mr, int64_t np, int64_t panel_bytes,
                                const Tile& tile) {
-  constexpr int64_t kWeightsInCacheBytes = 256 << 10;
-  if ((p1 - p0) * panel_bytes <= kWeightsInCacheBytes) {
+  if (conv_weights_in_cache(p1 - p0, panel_bytes)) {
     for (int64_t m = m0; m < m1; m += mr)
       for (int64_t p = p0; p < p1; p += np) tile(m, std::min(mr, m1 - m), p, std::min(np, p1 - p));
     return;
