@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -20,12 +21,21 @@ struct DepthwiseBands {
   int64_t oh = 1, runs = 1;      // output rows per image, runs of consecutive bands per image
   int64_t items = 1, slots = 1;  // runs in all, scratch slots
   int64_t in_rows = 1;           // input rows one band reads at most
-  // body(img, oy0, oy1) on each band of item `item` (a run: the output rows of one image shared out evenly over its
-  // runs, so that the threads finish together, then cut into bands of at most `rows` rows), in order.
+  int64_t h = 1, sh = 1, ph = 0, shared = 0;  // input rows, stride, padding, rows two neighbouring bands both read
+  // The first output row of run `run` of an image. The runs share out the input rows evenly (each run expands the
+  // rows it reads, most of its work), less half the rows two runs both read: a 5x5 stride-2 depthwise over 14 rows in
+  // two runs reads 9 + 8 rows (output rows 0-3, 4-6), where halving the output rows read 7 + 10 (0-2, 3-6).
+  int64_t run_start(int64_t run) const {
+    if (run <= 0) return 0;
+    if (run >= runs) return oh;
+    const double in_row = static_cast<double>(run * h) / static_cast<double>(runs) - 0.5 * static_cast<double>(shared);
+    return std::clamp<int64_t>(std::llround((in_row + static_cast<double>(ph)) / static_cast<double>(sh)), 0, oh);
+  }
+  // body(img, oy0, oy1) on each band of item `item` (a run, cut into bands of at most `rows` rows), in order.
   template <typename Body>
   void for_each_band(int64_t item, const Body& body) const {
     const int64_t img = item / runs, run = item % runs;
-    const int64_t first = run * oh / runs, end = (run + 1) * oh / runs;
+    const int64_t first = run_start(run), end = std::max(first, run_start(run + 1));
     for (int64_t oy = first; oy < end; oy += rows) body(img, oy, std::min(end, oy + rows));
   }
 };
@@ -51,6 +61,7 @@ inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_p
   const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
   while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) b.runs = std::max<int64_t>(2, b.runs / 2);
   b.items = l.n * b.runs;
+  b.h = l.h, b.sh = l.sh, b.ph = l.ph, b.shared = shared;
   b.slots = std::clamp<int64_t>(b.items, 1, kBandSlots);
   b.in_rows = std::min(l.h, l.rows_read(b.rows));
   return b;
