@@ -44,13 +44,14 @@ kernels::DwconvGeometry NhwcConvLayout::depthwise(int64_t channels) const {
   return g;
 }
 
-void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t macs_per_row_panel,
+void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t np, int64_t macs_per_row_panel,
                          double input_bytes, double panel_bytes,
                          const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
   if (m <= 0 || panels <= 0) return;
   const double macs = static_cast<double>(m) * static_cast<double>(panels) * static_cast<double>(macs_per_row_panel);
   const int64_t wanted = static_cast<int64_t>(std::clamp(macs / kMacsPerTask, 1.0, 64.0));
-  const int64_t m_units = (m + mr - 1) / mr, p_units = (panels + 1) / 2;
+  np = std::max<int64_t>(1, np);
+  const int64_t m_units = (m + mr - 1) / mr, p_units = (panels + np - 1) / np;
   // Each block of rows reads the weights of its panels, each block of panels the input its rows read: of
   // the grids of kMinTasks to `wanted` tasks, take one that moves at most 10% more bytes than the fewest,
   // with as many tasks as it can (the threads finish together). Early layers (large images, small weights)
@@ -77,10 +78,17 @@ void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_
                                                                std::max(weight_bytes, 1.0)), lo, hi);
     if (r * p > mb * pb) mb = r, pb = p;
   }
-  const int64_t m_step = (m_units + mb - 1) / mb * mr, p_step = (p_units + pb - 1) / pb * 2;
+  // An even number of tasks (seven on two threads: one waits a seventh of the time), each of the grid's rows and
+  // columns an even share of the units (not ceil-sized steps and a short last one).
+  if (mb * pb > 1 && (mb * pb) % 2 == 1) {
+    if (pb < std::min(p_units, wanted)) ++pb;
+    else if (mb < m_units) ++mb;
+  }
   rc.parallel_for(static_cast<size_t>(mb * pb), [&](size_t t) {
-    const int64_t m0 = static_cast<int64_t>(t) / pb * m_step, p0 = static_cast<int64_t>(t) % pb * p_step;
-    if (m0 < m && p0 < panels) fn(m0, std::min(m, m0 + m_step), p0, std::min(panels, p0 + p_step));
+    const int64_t i = static_cast<int64_t>(t) / pb, j = static_cast<int64_t>(t) % pb;
+    const int64_t m0 = i * m_units / mb * mr, m1 = std::min(m, (i + 1) * m_units / mb * mr);
+    const int64_t p0 = j * p_units / pb * np, p1 = std::min(panels, (j + 1) * p_units / pb * np);
+    if (m0 < m1 && p0 < p1) fn(m0, m1, p0, p1);
   });
 }
 

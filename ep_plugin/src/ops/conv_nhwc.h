@@ -149,9 +149,9 @@ std::vector<T> conv_weights_by_rows(const ConvGeometry& cg, int64_t k_row, Value
 
 // Splits rows [0, m) x 16-column panels [0, panels) into tasks of about kMacsPerTask multiply-adds
 // (`macs_per_row_panel` each) and runs fn(m0, m1, p0, p1) on the pool; row blocks are multiples of mr,
-// panel blocks of 2 (the widest kernels take panels in pairs). input_bytes: what all the rows read (the
-// images, or the group's share of them); panel_bytes: one packed weight panel.
-void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t macs_per_row_panel,
+// panel blocks of np (the kernel's columns / 16: the AVX-512 ones take panels in pairs). input_bytes: what all
+// the rows read (the images, or the group's share of them); panel_bytes: one packed weight panel.
+void run_conv_gemm_tasks(const RunContext& rc, int64_t m, int64_t panels, int64_t mr, int64_t np, int64_t macs_per_row_panel,
                          double input_bytes, double panel_bytes,
                          const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn);
 

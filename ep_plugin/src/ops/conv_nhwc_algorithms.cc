@@ -353,6 +353,7 @@ class DenseGemm : public NhwcConvAlgorithm {
     const ConvGeometry& cg = w_.cg;
     const int64_t cin_g = cg.cin_g, cout_g = cg.cout / cg.group, taps = l.kh * l.kw;
     const int64_t panels = (cout_g + 15) / 16, mr = rc.kernels.conv_gemm_f32.traits.mr;
+    const int64_t np = rc.kernels.conv_gemm_f32.traits.nr / 16;
     const float* residual = c.ep.residual;
     auto gemm = [&](const float* src, int64_t images, int64_t image_stride, int64_t group_stride, int64_t wp,
                     int64_t cs, float* y0) {
@@ -367,7 +368,7 @@ class DenseGemm : public NhwcConvAlgorithm {
         a.ep = c.ep;
         a.ep.bias = w_.bias_from(gi * cout_g);
         if (residual) a.ep.residual = residual + (y0 - c.y) + gi * cout_g;  // the same pixels and channels
-        run_conv_gemm_tasks(rc, images * l.pixels(), panels, mr, 16 * taps * cin_g,
+        run_conv_gemm_tasks(rc, images * l.pixels(), panels, mr, np, 16 * taps * cin_g,
                             static_cast<double>(images * image_stride / cg.group) * sizeof(float),
                             static_cast<double>(t.count * t.k_tap * 16) * sizeof(float),
                             [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) { rc.kernels.conv_gemm_f32(m0, m1, p0, p1, a); });

@@ -161,7 +161,7 @@ void QGemmForm::run(const RunContext& rc, const NhwcConvLayout& l, const std::ve
       a.ldc = cg.cout;
       a.comp_col = u8s8_ ? comp_.data() + gi * cout_g : nullptr;
       a.ep = &gep;
-      run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, 16 * t.count * t.k_tap,
+      run_conv_gemm_tasks(rc, images * l.pixels(), panels, kernel.traits.mr, kernel.traits.nr / 16, 16 * t.count * t.k_tap,
                           static_cast<double>(images * image_stride / cg.group * elem_bytes()),
                           static_cast<double>(t.count * t.k_tap * 16 * elem_bytes()),
                           [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
