@@ -32,17 +32,17 @@ OPTIM_INLINED inline void store_rows(const ConvGemmF32Args& g, int64_t m, int64_
   if (ep.has_act && !finish.has_act) silu_block(out, ldc, MR, width);
 }
 
-// Rows m..m+MR-1 by panels [p0, p1), one panel after the other: the rows' bases and the epilogue's parameters
-// found once for them all (per tile, with the call, they cost ~10% of a K = 16 tile's time on AMD Zen).
+// Rows m..m+MR-1 by panels [p0, p1), one panel after the other: the rows' bases and the clamp found once for them
+// all (per tile, with the call, they cost ~10% of a K = 16 tile's time on AMD Zen).
 template <int MR>
 void tile(const ConvGemmF32Args& g, int64_t m, int64_t p0, int64_t p1) {
   const ConvRows& r = g.a;
   int64_t base[MR];
   conv_row_bases(r, m, MR, base);
   const ConvF32Epilogue& ep = g.ep;
-  const ConvEpilogue256 finish(ep, true);
-  // The usual epilogue (a bias, a clamp, nothing else) with no test per store.
-  const bool plain = ep.bias && !ep.residual && !finish.has_act && !ep.has_act;
+  // The usual epilogue (a bias, a clamp, nothing else) with no test per store; any other through store_rows.
+  const bool plain = ep.bias && !ep.residual && !ep.has_act;
+  const __m256 lo = _mm256_set1_ps(ep.lo), hi = _mm256_set1_ps(ep.hi);
   const int64_t ldc = g.ldc;
   for (int64_t p = p0; p < p1; ++p) {
     const float* w = g.w + p * r.taps * r.k_tap * 16;
@@ -74,23 +74,18 @@ void tile(const ConvGemmF32Args& g, int64_t m, int64_t p0, int64_t p1) {
     if ((p + 1) * 16 >= g.n) k_loop(std::true_type{});
     else k_loop(std::false_type{});
     const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
-    float* out = g.c + m * ldc + j0;
     if (cols == 16 && plain) {
+      float* out = g.c + m * ldc + j0;
       const __m256 bias0 = _mm256_loadu_ps(ep.bias + j0), bias1 = _mm256_loadu_ps(ep.bias + j0 + 8);
-      unrolled<MR>([&](auto i) OPTIM_INLINED {
-        _mm256_storeu_ps(out + i * ldc, _mm256_min_ps(finish.hi, _mm256_max_ps(finish.lo, _mm256_add_ps(c0[i], bias0))));
-        _mm256_storeu_ps(out + i * ldc + 8, _mm256_min_ps(finish.hi, _mm256_max_ps(finish.lo, _mm256_add_ps(c1[i], bias1))));
+      unrolled<MR>([&](auto i) OPTIM_INLINED {  // NaN stays (second operand), as ConvEpilogue256
+        _mm256_storeu_ps(out + i * ldc, _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(c0[i], bias0))));
+        _mm256_storeu_ps(out + i * ldc + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_add_ps(c1[i], bias1))));
       });
     } else if (cols == 16) {
-      const float* bias = ep.bias ? ep.bias + j0 : nullptr;
-      const float* res = ep.residual ? ep.residual + m * ep.ld_residual + j0 : nullptr;
-      const int64_t ld_res = ep.ld_residual;
-      unrolled<MR>([&](auto i) OPTIM_INLINED {
-        const float* res_i = res ? res + i * ld_res : nullptr;
-        _mm256_storeu_ps(out + i * ldc, finish(c0[i], bias, res_i));
-        _mm256_storeu_ps(out + i * ldc + 8, finish(c1[i], bias ? bias + 8 : nullptr, res_i ? res_i + 8 : nullptr));
+      store_rows<MR>(g, m, j0, 16, [&](auto i, const ConvEpilogue256& finish, float* out, const float* bias, const float* res) OPTIM_INLINED {
+        _mm256_storeu_ps(out, finish(c0[i], bias, res));
+        _mm256_storeu_ps(out + 8, finish(c1[i], bias ? bias + 8 : nullptr, res ? res + 8 : nullptr));
       });
-      if (ep.has_act && !finish.has_act) silu_block(out, ldc, MR, 16);
     } else {
 #pragma GCC unroll 6
       for (int i = 0; i < MR; ++i) {
