@@ -60,11 +60,12 @@ Node* expansion_of(Graph& g, const Matcher& m, const std::string& value, const N
 
 }  // namespace
 
-// At stride 2 a band of output rows reads its own input rows (one shared), so always; at stride 1 each run of
-// bands remakes kh - 1 rows, and small images (MobileNetV2's 14x14 and 7x7 blocks) ran faster apart, their
-// expansion one larger GEMM: only from 28x28 on.
+// A 3x3 stride-2 band of output rows reads its own input rows (one shared), so always; otherwise each run of
+// bands remakes the rows it shares with the one before (kh - 1 at stride 1, kh - 2 at stride 2), and small images
+// (MobileNetV2's 14x14 and 7x7 blocks, MobileNetV3's and EfficientNet's 14x14 5x5 stride-2 ones) ran faster
+// apart, their expansion one larger GEMM: only from 28x28 on.
 bool expansion_fold_pays(const Graph& g, const Node& dw, const ConvGeometry& d) {
-  if (d.win.strides == std::vector<int64_t>{2, 2}) return true;
+  if (d.win.strides == std::vector<int64_t>{2, 2} && d.wshape[2] <= 3) return true;
   const ValueInfo* v = g.value(dw.inputs[0]);
   return v && v->has_shape && v->shape.size() == 4 && v->shape[1] > 0 && v->shape[2] > 0 && v->shape[1] * v->shape[2] >= 28 * 28;
 }
