@@ -116,11 +116,8 @@ constexpr TileFn kHalfTiles[kHalfRows + 1] = {nullptr,       half_tile<1>, half_
 void conv_gemm_s16_avx2_6x16(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const ConvGemmQ8Args& g) {
   const bool half_last = p1 > p0 && panel_cols(g.n, p1 - 1) <= 8;
   const int64_t whole_p1 = half_last ? p1 - 1 : p1;
-  // Rows first (the weights in cache): a call per block of rows across all the panels; else one per tile.
-  const int64_t panel_bytes = g.a.taps * g.a.k_tap * 16 * 2;
-  const int64_t per_call = conv_weights_in_cache(whole_p1 - p0, panel_bytes) ? std::max<int64_t>(1, whole_p1 - p0) : 1;
-  for_each_conv_tile(m0, m1, p0, whole_p1, kRows, per_call, panel_bytes,
-                     [&](int64_t m, int64_t rows, int64_t p, int64_t panels) { kTiles[rows](g, m, p, p + panels); });
+  for_each_conv_row_block(m0, m1, p0, whole_p1, kRows, g.a.taps * g.a.k_tap * 16 * 2,
+                          [&](int64_t m, int64_t rows, int64_t q0, int64_t q1) { kTiles[rows](g, m, q0, q1); });
   if (half_last)
     for (int64_t m = m0; m < m1; m += kHalfRows) kHalfTiles[std::min<int64_t>(kHalfRows, m1 - m)](g, m, p1 - 1);
 }

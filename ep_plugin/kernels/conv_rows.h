@@ -78,6 +78,17 @@ inline void for_each_conv_tile(int64_t m0, int64_t m1, int64_t p0, int64_t p1, i
     for (int64_t m = m0; m < m1; m += mr) tile(m, std::min(mr, m1 - m), p, std::min(np, p1 - p));
 }
 
+// for_each_conv_tile's order for a kernel whose tile takes a range of panels: tile(m, rows, p0, p1) on a block of rows
+// across all the panels when the weights are in cache (the tile finds the rows' bases and its epilogue's
+// parameters once for them), else on one tile at a time.
+template <typename Tile>
+inline void for_each_conv_row_block(int64_t m0, int64_t m1, int64_t p0, int64_t p1, int64_t mr, int64_t panel_bytes,
+                                    const Tile& tile) {
+  const int64_t per_call = conv_weights_in_cache(p1 - p0, panel_bytes) ? std::max<int64_t>(1, p1 - p0) : 1;
+  for_each_conv_tile(m0, m1, p0, p1, mr, per_call, panel_bytes,
+                     [&](int64_t m, int64_t rows, int64_t p, int64_t panels) { tile(m, rows, p, p + panels); });
+}
+
 // The order of the 256-bit integer kernels' tiles (conv_gemm_u8s8_ymm.h), whose 4-row tiles read a panel's
 // weights twice as often per multiply-add as the AVX-512 kernels' 8 x 32 ones: blocks of rows whose input
 // (row_bytes each) fits in L2, and in each block every panel down all its rows, its weights staying in L1.

@@ -76,7 +76,7 @@ inline __m256 one_plus_exp_neg(__m256 x) {
   return _mm256_fmadd_ps(p, two_n, _mm256_set1_ps(1.f));
 }
 
-// 1 / d, 0 where d >= 2^126 (x < -87.3: the quotient would be subnormal, and libm's sigmoid is 0 or subnormal
+// q (1 / d), or 0 where d >= 2^126 (x < -87.3: the quotient would be subnormal, and libm's sigmoid is 0 or subnormal
 // there; a subnormal costs its consumers a microcode assist each).
 inline __m256 zero_past_2_126(__m256 d, __m256 q) {
   return _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(0x1p126f), _CMP_GE_OQ), q);

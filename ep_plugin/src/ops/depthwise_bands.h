@@ -17,7 +17,7 @@ constexpr int64_t kBandBytes = 256 << 10;    // what one band holds: its input r
 constexpr int64_t kBandMinItems = 4;         // runs of bands per call at least (threads share them)
 
 struct DepthwiseBands {
-  int64_t rows = 1, count = 1;   // output rows per band at most, bands per image at that size
+  int64_t rows = 1;              // output rows per band at most
   int64_t oh = 1, runs = 1;      // output rows per image, runs of consecutive bands per image
   int64_t items = 1, slots = 1;  // runs in all, scratch slots
   int64_t in_rows = 1;           // input rows one band reads at most
@@ -51,13 +51,13 @@ inline DepthwiseBands plan_depthwise_bands(const NhwcConvLayout& l, int64_t in_p
   auto bytes = [&](int64_t r) { return l.rows_read(r) * l.w * in_pixel_bytes + r * l.ow * out_pixel_bytes; };
   DepthwiseBands b;
   while (b.rows < l.oh && bytes(b.rows + 1) <= kBandBytes) ++b.rows;
-  b.count = (l.oh + b.rows - 1) / b.rows;
+  const int64_t bands = (l.oh + b.rows - 1) / b.rows;  // per image, at most rows each
   b.oh = l.oh;
   // Runs short enough for every thread to get some at batch 1, but each run after the first expands the rows
   // it shares with the one before again: fewer runs (at least two) where that would pass a quarter of the
   // image's rows (a 5x5 stride-2 depthwise over 14 rows). Halved rather than decremented, so that the runs
   // share out evenly over two or four threads (three runs on two threads: one waits a third of the time).
-  b.runs = std::clamp<int64_t>((kBandMinItems + l.n - 1) / l.n, 1, b.count);
+  b.runs = std::clamp<int64_t>((kBandMinItems + l.n - 1) / l.n, 1, bands);
   const int64_t shared = std::max<int64_t>(0, (l.kh - 1) * l.dh + 1 - l.sh);  // input rows two bands both read
   while (b.runs > 2 && (b.runs - 1) * shared * 4 > l.h) b.runs = std::max<int64_t>(2, b.runs / 2);
   b.items = l.n * b.runs;
