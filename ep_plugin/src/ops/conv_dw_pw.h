@@ -46,7 +46,7 @@ class DepthwiseStage {
   struct Expansion {
     int64_t cin = 0;
     std::vector<float> weights;  // [C, Cin] until prepare()
-    std::vector<float> packed;   // sgemm panels of Cin x C
+    AlignedVector<float> packed;  // sgemm panels of Cin x C
     std::vector<float> bias;
     kernels::ConvF32Epilogue ep;
   };

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "conv_nhwc.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 
@@ -25,7 +26,7 @@ struct NhwcConvWeights {
   ConvGeometry cg;
   std::vector<float> weights;                // [Cout, Cin/g, taps] until prepare()
   std::vector<float> bias;                   // empty, or Cout values
-  std::vector<std::vector<float>> packed;    // per group: GEMM B panels (dense), once pack_gemm() ran
+  std::vector<AlignedVector<float>> packed;  // per group: GEMM B panels (dense), once pack_gemm() ran
 
   void pack_gemm();
   void drop_weights();

@@ -8,6 +8,7 @@
 
 #include "conv_nhwc.h"
 #include "winograd_schedule.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 
@@ -39,7 +40,7 @@ class WinogradF23 {
   int64_t cin_ = 0, cout_ = 0;
   WinogradSchedule schedule_;
   size_t u_floats_ = 0;  // one packed position
-  std::vector<float> u_;  // 16 packed positions
+  AlignedVector<float> u_;  // 16 packed positions
 };
 
 }  // namespace optim

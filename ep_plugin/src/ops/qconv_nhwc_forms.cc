@@ -110,7 +110,7 @@ void QGemmForm::prepare(const kernels::KernelTable& kt) {
   packed_.assign(static_cast<size_t>(cg.group), {});
   comp_.assign(static_cast<size_t>(cg.cout), 0);
   for (int64_t gi = 0; gi < cg.group; ++gi) {
-    std::vector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
+    AlignedVector<uint8_t>& dst = packed_[static_cast<size_t>(gi)];
     if (u8s8_) {
       const std::vector<int8_t>& b = quad_b[static_cast<size_t>(gi)];
       const int64_t k = static_cast<int64_t>(b.size()) / cout_g;

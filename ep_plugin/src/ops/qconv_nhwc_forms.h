@@ -165,7 +165,7 @@ class QGemmForm : public QConvForm {
   kernels::QuantizePixelsFn quantize_pixels_ = nullptr;  // quantize_input: the table's
   int64_t kt_ = 1;  // values per pixel in the prepared input (channels padded to pairs or quads, or k_.kt)
   KLayout k_;
-  std::vector<std::vector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
+  std::vector<AlignedVector<uint8_t>> packed_;  // per group: GEMM B panels (int16 pairs or int8 quads)
   std::vector<int32_t> comp_;                 // u8 x s8: -stored zero point * column sums, per output channel
 };
 

@@ -10,6 +10,7 @@
 
 #include "qconv_nhwc_forms.h"
 #include "winograd_schedule.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 
@@ -31,7 +32,7 @@ class QWinogradForm : public QConvForm {
   WinogradSchedule schedule_;
   const char* kernel_ = nullptr;
   size_t packed_elems_ = 0;        // one packed position
-  std::vector<int16_t> packed_;  // 16 packed positions of U' (qgemm_s16_pack_b)
+  AlignedVector<int16_t> packed_;  // 16 packed positions of U' (qgemm_s16_pack_b)
 };
 
 }  // namespace optim

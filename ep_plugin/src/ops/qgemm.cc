@@ -10,6 +10,7 @@
 #include "lut_after.h"
 #include "qadd_after.h"
 #include "qgemm.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 namespace {
@@ -167,8 +168,8 @@ class QGemmImpl : public Op {
   int64_t row_pad_ = 0;  // zero rows of A after the last, read by the u8 x s8 kernel (AMX tiles)
   const char* kernel_ = nullptr;  // the kernel prepare chose, for the step profile
   std::vector<int16_t> wide_;     // until prepare()
-  std::vector<int16_t> packed_;   // int16-pair panels (scalar/AVX2 kernels)
-  std::vector<int8_t> packed8_;   // or u8 x s8 quad panels (VNNI)
+  AlignedVector<int16_t> packed_;  // int16-pair panels (scalar/AVX2 kernels)
+  AlignedVector<int8_t> packed8_;  // or u8 x s8 quad panels (VNNI)
   std::vector<int32_t> comp_;     // VNNI: -zero_point(x) * column sums of the weights
   std::vector<float> scale_, bias_;
   kernels::QgemmEpilogue ep_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "op.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 
@@ -17,7 +18,7 @@ namespace optim {
 struct U8s8Matrix {
   int64_t kq = 0, lda = 0;  // K in quads (padded to the kernel's multiple), A's row stride in bytes
   std::vector<uint8_t> a;   // m rows + the kernel's row_pad zero rows
-  std::vector<int8_t> packed;
+  AlignedVector<int8_t> packed;
   std::vector<int32_t> comp_col, comp_row;  // comp_row holds A's row sums until u8s8_finish
 };
 

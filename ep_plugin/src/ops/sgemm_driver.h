@@ -3,6 +3,7 @@
 
 #include "gemm_tasks.h"
 #include "op.h"
+#include "../aligned_vector.h"
 
 namespace optim {
 
@@ -19,8 +20,8 @@ void run_sgemm(const RunContext& rc, int64_t m, int64_t n, int64_t k, const floa
 // pair panels for the bf16 GEMM (the float ones then dropped).
 struct PackedMatrix {
   int64_t k = 0, n = 0;
-  std::vector<float> data;
-  std::vector<uint16_t> bf16;
+  AlignedVector<float> data;
+  AlignedVector<uint16_t> bf16;
   const char* bf16_kernel = nullptr;  // the bf16 GEMM's name, once repacked
   // Repacks as bf16 when the table has the bf16 GEMM; called from an op's prepare().
   void use_bf16(const kernels::KernelTable& kt);
