@@ -21,13 +21,16 @@ def case(cid: str, nodes, inputs: dict, outputs, inits=None, opset=17, exact=Fal
 N = helper.make_node
 
 # --- Gemm / MatMul -----------------------------------------------------------------------------
-for m, k, n in [(1, 1, 1), (5, 3, 15), (7, 64, 17), (13, 33, 48), (6, 16, 16)]:
+# (70, 600, 40): K in three blocks (256, 256, 88) and rows past one chunk of rows whose sums wait between them.
+for m, k, n in [(1, 1, 1), (5, 3, 15), (7, 64, 17), (13, 33, 48), (6, 16, 16), (70, 600, 40)]:
     case(f"gemm_bias_transB_{m}x{k}x{n}", [N("Gemm", ["a", "w", "c"], ["y"], transB=1)],
          {"a": rand(RNG, m, k)}, ["y"], {"w": rand(RNG, n, k), "c": rand(RNG, n)})
     case(f"matmul_const_{m}x{k}x{n}", [N("MatMul", ["a", "w"], ["y"])], {"a": rand(RNG, m, k)}, ["y"],
          {"w": rand(RNG, k, n)})
 case("gemm_alpha_beta_fullC", [N("Gemm", ["a", "w", "c"], ["y"], alpha=0.5, beta=2.0)],
      {"a": rand(RNG, 9, 10)}, ["y"], {"w": rand(RNG, 10, 20), "c": rand(RNG, 9, 20)})
+case("gemm_alpha_beta_fullC_long_k", [N("Gemm", ["a", "w", "c"], ["y"], alpha=0.5, beta=2.0)],
+     {"a": rand(RNG, 70, 530)}, ["y"], {"w": rand(RNG, 530, 33), "c": rand(RNG, 70, 33)})
 case("gemm_colC", [N("Gemm", ["a", "w", "c"], ["y"])], {"a": rand(RNG, 9, 10)}, ["y"],
      {"w": rand(RNG, 10, 20), "c": rand(RNG, 9, 1)})
 case("gemm_transA_noC", [N("Gemm", ["a", "w"], ["y"], transA=1)], {"a": rand(RNG, 10, 7)}, ["y"],
@@ -176,3 +179,14 @@ def test_scalar_and_avx2_agree_on_a_large_gemm():
     (v,) = run_optim(model, {"a": a}, isa="avx2")
     assert_close(v, s, what="avx2 vs scalar")
     assert_close(v, (a.astype(np.float64) @ w).astype(np.float32), atol=1e-3, rtol=1e-4, what="avx2 vs float64")
+
+
+@pytest.mark.skipif("avx512" not in ISAS, reason="the CPU lacks AVX-512")
+def test_avx2_and_avx512_gemms_sum_in_the_same_order():
+    """Both vector SGEMMs run each output as one chain of FMAs in k order, across their blocks of K (three here)
+    and chunks of rows: bit-identical results."""
+    a, w = rand(RNG, 77, 700), rand(RNG, 700, 72)
+    model = make_model([N("MatMul", ["a", "w"], ["y"])], {"a": (np.float32, a.shape)}, ["y"], {"w": w})
+    (v2,) = run_optim(model, {"a": a}, isa="avx2")
+    (v5,) = run_optim(model, {"a": a}, isa="avx512")
+    assert_close(v5, v2, atol=0, rtol=0, what="avx512 vs avx2")
