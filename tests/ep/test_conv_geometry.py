@@ -49,3 +49,18 @@ def test_float_depthwise_convolution_matches_the_cpu_ep_on_every_isa(c):
 @pytest.mark.parametrize("k", [3, 5, 7])
 def test_float_depthwise_windows_along_a_row_match_the_cpu_ep(channels, k):
     _check_float_convolution(row_window_case(channels, k))
+
+
+def long_k_case(cin: int, cout: int, k: int, stride: int, size: int, relu: bool, seed: int) -> dict:
+    """A dense convolution whose weights exceed the kernels' in-cache bound: the AVX-512 tile runs its K in blocks
+    (whole taps when a tap's channels are fewer than a block, parts of one tap when more) over chunks of rows."""
+    return dict(spatial=2, n=2, groups=1, cin_g=cin, cout_g=cout, kernel=[k, k], strides=[stride, stride],
+                dilations=[1, 1], pads=[k // 2] * 4, size=[size, size], relu=relu, seed=seed)
+
+
+# Panels of 170-300 KB (beyond the in-cache bound alone): 7x7 stride 2 with 64 channels a tap (four taps a block), 3x3
+# stride 2 with 300 (a tap in two blocks, 256 + 44), a 1x1 of 4200 channels (17 blocks); 2 images of 10x10 outputs:
+# rows past one 64-row chunk.
+@pytest.mark.parametrize("cin, cout, k, stride, size", [(64, 72, 7, 2, 20), (300, 40, 3, 2, 20), (4200, 24, 1, 1, 10)])
+def test_float_convolution_with_long_k_matches_the_cpu_ep(cin, cout, k, stride, size):
+    _check_float_convolution(long_k_case(cin, cout, k, stride, size, relu=cout % 2 == 0, seed=cin + cout))
