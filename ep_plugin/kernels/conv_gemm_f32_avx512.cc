@@ -134,12 +134,10 @@ void conv_gemm_f32_avx512_8x32(int64_t m0, int64_t m1, int64_t p0, int64_t p1, c
     const int64_t np = std::min<int64_t>(2, p1 - p);
     for (int64_t c0 = m0; c0 < m1; c0 += kChunkRows) {
       const int64_t c1 = std::min(m1, c0 + kChunkRows);
-      bool first = true;
       for_each_k_block(r, [&](const KBlock& kb) {
-        const bool last = kb.t1 == r.taps && kb.c1 == r.k_tap;
+        const bool first = kb.t0 == 0 && kb.c0 == 0, last = kb.t1 == r.taps && kb.c1 == r.k_tap;
         for (int64_t m = c0; m < c1; m += kRows)
           run(m, std::min<int64_t>(kRows, c1 - m), p, np, kb, partial + (m - c0) * 32, first, last);
-        first = false;
       });
     }
   }
