@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 
 #include "op.h"
 
@@ -21,6 +22,27 @@ struct GemmTiles {
   int64_t rows_per_task = 1;     // a multiple of the kernel's rows per register block
   int64_t panels_per_task = 4;
 };
+
+// Rows per task of a GEMM whose A rows are `a_row_bytes` each, over B panels of `nr` columns taken
+// `panels_per_task` at a time: each task streams its panels of B once for all its rows, so with fixed 48- or
+// 64-row tasks ViT's 197 rows read B (9 MB of float MLP weights, 4.7 MB as int16 pairs) four or five times from
+// L3. So as many rows as keep the task's A in L2 (kGemmTaskABytes), in even shares (ViT's 197 x 3072 int16 A:
+// 100 + 97 rows, not 64 + 64 + 64 + 5), while the columns alone give the pool enough tasks; else `least` rows (a multiple of
+// `mr`, the kernel's rows per register block, as the result is). "Enough": 8, or twice the CPU's hardware
+// threads where it has more than 4 (the pool's size is not known here; a many-core host keeps its row tasks).
+constexpr double kGemmTaskABytes = 1 << 20;
+inline int64_t gemm_min_column_tasks() {
+  static const int64_t tasks = std::max<int64_t>(8, 2 * static_cast<int64_t>(std::thread::hardware_concurrency()));
+  return tasks;
+}
+inline int64_t gemm_task_rows(int64_t m, int64_t n, int64_t nr, int64_t panels_per_task, double a_row_bytes, int64_t least,
+                              int64_t mr) {
+  const int64_t column_tasks = ((n + nr - 1) / nr + panels_per_task - 1) / panels_per_task;
+  if (column_tasks < gemm_min_column_tasks() || m <= 0) return least;
+  const int64_t fit = static_cast<int64_t>(kGemmTaskABytes / std::max(a_row_bytes, 1.0));
+  const int64_t cap = std::max(least, fit / mr * mr), tasks = (m + cap - 1) / cap;
+  return ((m + tasks - 1) / tasks + mr - 1) / mr * mr;
+}
 
 // Runs gemm(m0, m1, p0, p1) on every tile of C [m x n] (`ops`: 2 x m x n x k), then `done`, if given, on the tile's
 // columns [p0 * nr, min(n, p1 * nr)).

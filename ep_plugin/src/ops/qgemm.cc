@@ -138,7 +138,9 @@ class QGemmImpl : public Op {
     }
     std::memset(a + m * lda, 0, static_cast<size_t>(row_pad_ * lda));  // rows the kernel reads past m (AMX tiles)
     const int64_t panels = (n_ + kernels::kQuadNR - 1) / kernels::kQuadNR;
-    const int64_t rows_per_task = 8 * kernels::kQuadMR, panels_per_task = 4;
+    const int64_t panels_per_task = 4;
+    const int64_t rows_per_task = gemm_task_rows(m, n_, kernels::kQuadNR, panels_per_task, static_cast<double>(lda),
+                                                 8 * kernels::kQuadMR, rc.kernels.qgemm_u8s8.traits.mr);
     const int64_t m_tasks = (m + rows_per_task - 1) / rows_per_task, p_tasks = (panels + panels_per_task - 1) / panels_per_task;
     const double macs = static_cast<double>(m) * static_cast<double>(n_) * static_cast<double>(4 * kq_);
     // Small products: waking a pool thread costs about as much as 1.5 million VNNI multiply-adds.
@@ -184,7 +186,9 @@ std::unique_ptr<Op> create_qgemm(const Node& n, const Graph& g) { return std::ma
 
 void run_qgemm_s16(const RunContext& rc, int64_t m, int64_t n, int64_t kp, const int16_t* a, int64_t lda,
                const int16_t* b_packed, void* c, int64_t ldc, const kernels::QgemmEpilogue& ep, const TileDone* done) {
-  const GemmTiles tiles{kernels::kQgemmNR, 16 * kernels::kQgemmMR, 4};
+  const int64_t rows = gemm_task_rows(m, n, kernels::kQgemmNR, 4, static_cast<double>(lda) * sizeof(int16_t),
+                                      16 * kernels::kQgemmMR, rc.kernels.qgemm_s16.traits.mr);
+  const GemmTiles tiles{kernels::kQgemmNR, rows, 4};
   const double ops = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(2 * kp);
   run_gemm_tiles(rc, m, n, ops, tiles, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
     rc.kernels.qgemm_s16(m0, m1, p0, p1, n, kp, a, lda, b_packed, c, ldc, ep);

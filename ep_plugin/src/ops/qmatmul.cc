@@ -188,7 +188,9 @@ class QMatMulImpl : public Op {
     });
     if (!u8s8_finish(mm, a, operand_b(in, at[1], k, n), m, k, n, u8s8_.traits.int16_pairs, max_pair.load())) return false;
     const kernels::QgemmEpilogue ep = epilogue(mm);
-    const GemmTiles tiles{kernels::kQuadNR, 8 * kernels::kQuadMR, 4};
+    const GemmTiles tiles{kernels::kQuadNR,
+                          gemm_task_rows(m, n, kernels::kQuadNR, 4, static_cast<double>(mm.lda), 8 * kernels::kQuadMR,
+                                         u8s8_.traits.mr), 4};
     const double ops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     run_gemm_tiles(rc, m, n, ops, tiles, [&](int64_t m0, int64_t m1, int64_t p0, int64_t p1) {
       u8s8_(m0, m1, p0, p1, n, mm.kq, mm.a.data(), mm.lda, mm.packed.data(), mm.comp_col.data(), y, n, ep);

@@ -13,19 +13,10 @@ template <typename Gemm>
 void run_gemm_tasks(const RunContext& rc, int64_t m, int64_t n, int64_t k, int64_t mr, const Gemm& gemm,
                     const SgemmAfter* after) {
   if (m <= 0 || n <= 0) return;
-  // Each task streams its panels of B once for all its rows: with 48-row tasks ViT's 197 rows read B (9 MB for
-  // its MLP) five times from L3. So as many rows as keep the task's A in L2 (kTaskABytes), in even shares,
-  // while the columns alone give the pool enough tasks; else 48-row tasks as before.
-  constexpr double kTaskABytes = 1 << 20;
-  constexpr int64_t kPanelsPerTask = 4, kMinColumnTasks = 8;
+  constexpr int64_t kPanelsPerTask = 4;
   const int64_t least = (8 * kernels::kSgemmMR + mr - 1) / mr * mr;
-  int64_t rows = least;
-  const int64_t column_tasks = ((n + kernels::kSgemmNR - 1) / kernels::kSgemmNR + kPanelsPerTask - 1) / kPanelsPerTask;
-  if (column_tasks >= kMinColumnTasks) {
-    const int64_t fit = static_cast<int64_t>(kTaskABytes / (static_cast<double>(std::max<int64_t>(k, 1)) * sizeof(float)));
-    const int64_t cap = std::max(least, fit / mr * mr), tasks = (m + cap - 1) / cap;
-    rows = ((m + tasks - 1) / tasks + mr - 1) / mr * mr;
-  }
+  const int64_t rows = gemm_task_rows(m, n, kernels::kSgemmNR, kPanelsPerTask, static_cast<double>(k) * sizeof(float),
+                                      least, mr);
   const GemmTiles tiles{kernels::kSgemmNR, rows, kPanelsPerTask};
   run_gemm_tiles(rc, m, n, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k), tiles, gemm,
                  after);
