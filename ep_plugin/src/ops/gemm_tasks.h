@@ -27,9 +27,10 @@ struct GemmTiles {
 // `panels_per_task` at a time: each task streams its panels of B once for all its rows, so with fixed 48- or
 // 64-row tasks ViT's 197 rows read B (9 MB of float MLP weights, 4.7 MB as int16 pairs) four or five times from
 // L3. So as many rows as keep the task's A in L2 (kGemmTaskABytes), in even shares (ViT's 197 x 3072 int16 A:
-// 100 + 97 rows, not 64 + 64 + 64 + 5), while the columns alone give the pool enough tasks; else `least` rows (a multiple of
-// `mr`, the kernel's rows per register block, as the result is). "Enough": 8, or twice the CPU's hardware
-// threads where it has more than 4 (the pool's size is not known here; a many-core host keeps its row tasks).
+// 100 + 97 rows, not 64 + 64 + 64 + 5), while the columns alone give the pool enough tasks; else `least` rows.
+// The result is a multiple of `mr` (the kernel's rows per register block) where `least` is. "Enough": 8, or
+// twice the CPU's hardware threads where it has more than 4 (the pool's size is not known here; a many-core host
+// keeps its row tasks).
 constexpr double kGemmTaskABytes = 1 << 20;
 inline int64_t gemm_min_column_tasks() {
   static const int64_t tasks = std::max<int64_t>(8, 2 * static_cast<int64_t>(std::thread::hardware_concurrency()));
