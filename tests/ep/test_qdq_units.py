@@ -308,8 +308,10 @@ def test_every_gemm_shape_equals_the_integer_replica_on_every_isa(m, k, n, x_typ
 
 @pytest.mark.parametrize("w_bits", [8, 7])
 def test_a_gemm_wide_enough_for_long_row_tasks_equals_the_integer_replica_on_every_isa(w_bits):
-    """560 columns give the pool 9 column tasks, so rows go in tasks that keep A in L2 (gemm_tasks.h): 300 rows
-    of K = 2400 as int16 pairs in two of 152 + 148, as bytes (u8 x s8) in one; the partial panel at the end."""
+    """560 columns give the pool 9 column tasks, so on a host of up to 4 hardware threads rows go in tasks that keep
+    A in L2 (gemm_tasks.h; with more threads 9 are too few and rows stay in tasks of 64): 300 rows of K = 2400 as
+    int16 pairs in two (152 + 148 with the 4- and 8-row tiles), as bytes (u8 x s8) in one; the partial panel at the
+    end."""
     m, k, n = 300, 2400, 560
     model, x, p = qgemm_unit_model(m, k, n, x_type="u8", y_type="s8", gemm=True, trans_b=True, bias=True, relu=False,
                                    per_channel=True, seed=w_bits, w_bits=w_bits)
