@@ -13,8 +13,8 @@ run. The machine's fp32 and int8 peaks are measured first (peak.py); with --isa,
 peaks of that kernel set (e.g. avx2: the AVX2 FMA and, by --weight-bits, the u8 x s8 or int16-pair
 peak). Rewrites the table between the realsize markers in BENCHMARKS.md with the command, the machine
 and the peaks; a run with other kernels or weights has markers of its own (realsize-avx2-w7...), as has a run
-on a CPU without AVX-512 (realsize-avx2host-w8: there the CPU EP runs AVX2 too), and a section at the end of the
-file the first time.
+on a CPU without AVX-512, one pair per cpuid family and model (realsize-avx2host-f25m1-w8: there the CPU EP runs
+AVX2 too), and a section at the end of the file the first time.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import onnxruntime as ort
 
 import options
 import realsize_report
-from optim.common.machine import core_count, cpu_flags, cpu_summary
+from optim.common.machine import core_count, cpu_flags, cpu_id, cpu_model, cpu_summary
 from peak import measure as measure_peak
 from realsize_models import SUITE
 from run import HERE, _replace_between
@@ -98,10 +98,16 @@ def avx2_host(args) -> bool:
     return flags["avx2"] and not flags["avx512f"] and args.isa in ("auto", "avx2")
 
 
+def host_tag() -> str:
+    """The cpuid family and model as a marker's part ("f25m1"), so that each AVX2-only CPU keeps its own table."""
+    words = (cpu_id() or "").split()  # "family 25 model 1"
+    return f"f{words[1]}m{words[3]}" if len(words) == 4 else "unknown"
+
+
 def markers(args) -> tuple[str, str]:
     """The BENCHMARKS.md markers of a run's table: the default kernels and weights, or its own pair."""
     if avx2_host(args):
-        tag = f"realsize-avx2host-w{args.weight_bits}"
+        tag = f"realsize-avx2host-{host_tag()}-w{args.weight_bits}"
     elif args.isa == "auto" and args.weight_bits == 8:
         return MARKERS
     else:
@@ -112,8 +118,8 @@ def markers(args) -> tuple[str, str]:
 def heading(args) -> str:
     """The section heading a run's table gets the first time (its markers' own section at the end of the file)."""
     if avx2_host(args):
-        return (f"Real-size models on an AVX2-only host (no AVX-512: OptimEP and the CPU EP on AVX2), "
-                f"{args.weight_bits}-bit int8 weights")
+        return (f"Real-size models on an AVX2-only host ({cpu_model()}, {cpu_id() or 'cpuid unknown'}; no AVX-512: "
+                f"OptimEP and the CPU EP on AVX2), {args.weight_bits}-bit int8 weights")
     return f"Real-size models with OptimEP's kernels forced to {args.isa}, {args.weight_bits}-bit int8 weights"
 
 

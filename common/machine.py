@@ -17,27 +17,39 @@ import platform
 ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8", "amx_bf16")
 
 
+def parse_cpuinfo(text: str) -> tuple[str | None, frozenset[str], str | None]:
+    """(model name, flags, "family F model M") of the first processor block of /proc/cpuinfo's `text`. The family
+    and model tell CPUs apart that a VM names alike ("AMD EPYC" is Zen 1 as family 23 model 1, Zen 3 as family 25
+    model 1)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the end of the first processor's block
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    family, model = fields.get("cpu family"), fields.get("model")
+    cpuid = f"family {family} model {model}" if family and model else None
+    return fields.get("model name"), frozenset(fields.get("flags", "").split()), cpuid
+
+
 @functools.lru_cache(maxsize=1)
-def _cpuinfo() -> tuple[str | None, frozenset[str]]:
-    """(model name, flags) of the first processor /proc/cpuinfo lists; (None, empty) where it cannot be read."""
-    model, flags = None, None
+def _cpuinfo() -> tuple[str | None, frozenset[str], str | None]:
+    """parse_cpuinfo of this machine; (None, empty, None) where /proc/cpuinfo cannot be read."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if model is None and line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                elif flags is None and line.startswith("flags"):
-                    flags = frozenset(line.split(":", 1)[1].split())
-                if model is not None and flags is not None:
-                    break
+            return parse_cpuinfo(f.read())
     except OSError:
-        pass
-    return model, flags or frozenset()
+        return None, frozenset(), None
 
 
 def cpu_model() -> str:
     """The CPU's model name, e.g. "Intel(R) Xeon(R) Platinum 8480+"."""
     return _cpuinfo()[0] or platform.processor() or "unknown"
+
+
+def cpu_id() -> str | None:
+    """The CPU's "family F model M" from cpuid (None where unknown)."""
+    return _cpuinfo()[2]
 
 
 def cpu_flags() -> dict[str, bool]:
@@ -52,8 +64,9 @@ def isa_flags() -> list[str]:
 
 
 def cpu_summary() -> str:
-    """The model with its ISA flags, e.g. "Intel(R) Xeon(R) ... (avx2, fma, avx512f, avx512_vnni)"."""
-    return f"{cpu_model()} ({', '.join(isa_flags())})"
+    """The model, its cpuid family and model and its ISA flags, e.g. "AMD EPYC, family 25 model 1 (avx2, fma)"."""
+    cpuid = f", {cpu_id()}" if cpu_id() else ""
+    return f"{cpu_model()}{cpuid} ({', '.join(isa_flags())})"
 
 
 def core_count() -> int | None:
