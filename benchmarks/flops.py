@@ -32,6 +32,7 @@ COUNTED_OPS = ("Conv", "ConvTranspose", "MatMul", "Gemm")
 class MacCount:
     total: int = 0
     by_op: dict[str, int] = field(default_factory=dict)
+    by_node: dict[str, int] = field(default_factory=dict)  # node name ("Conv#3" for an unnamed node) -> multiply-adds
     uncounted: list[str] = field(default_factory=list)  # "op 'node'" whose shapes inference left unknown
 
     @property
@@ -96,11 +97,13 @@ def count_macs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> MacCount
     if unknown:
         shapes.update(_measured_shapes(model, feeds, unknown))
     count = MacCount()
-    for node in counted:
+    for i, node in enumerate(counted):
         macs = _node_macs(node, shapes)
         if macs is None:
             count.uncounted.append(f"{node.op_type} '{node.name}'")
             continue
         count.total += macs
         count.by_op[node.op_type] = count.by_op.get(node.op_type, 0) + macs
+        name = node.name or f"{node.op_type}#{i}"
+        count.by_node[name] = count.by_node.get(name, 0) + macs
     return count

@@ -39,6 +39,7 @@ def test_count_macs_matches_hand_counts_at_the_batch_given(op, x_shape, w_shape,
     shape = [d if isinstance(d, int) else 2 for d in x_shape]
     count = count_macs(model, {"x": np.zeros(shape, np.float32)})
     assert count.total == expected and count.by_op == {op: expected} and not count.uncounted
+    assert list(count.by_node.values()) == [expected]
     assert count.gflop == 2 * expected / 1e9
 
 
