@@ -61,19 +61,19 @@ def main(argv=None) -> int:
     for row in prof.rows:
         n = sum(macs.get(name, 0) for name in _NAMED.findall(row.nodes))
         if n and row.mean_ms > 0:
-            rated.append((row, 2 * n / row.mean_ms / 1e6))
+            rated.append((row, 2 * n))
         else:
             rest_ms += row.mean_ms
     shown = rated if args.top == 0 else rated[: args.top]
     print(f"{'ms/run':>8} {'share':>6} {unit:>8} {'of peak':>7}  {'kernel':<28} step")
-    for row, rate in shown:
+    for row, ops in shown:
+        rate = ops / row.mean_ms / 1e6
         print(f"{row.mean_ms:8.3f} {row.share:6.1%} {rate:8.0f} {rate / top:7.0%}  {row.kernel[:28]:<28} {row.nodes}")
     if len(rated) > len(shown):
         print(f"... {len(rated) - len(shown)} more rated row(s) (--top 0 shows all)")
     rated_ms = sum(r.mean_ms for r, _ in rated)
-    rated_macs = sum(2 * sum(macs.get(nm, 0) for nm in _NAMED.findall(r.nodes)) for r, _ in rated)
     if rated_ms > 0:
-        rate = rated_macs / rated_ms / 1e6
+        rate = sum(ops for _, ops in rated) / rated_ms / 1e6
         print(f"steps with multiply-adds: {rated_ms:.3f} ms at {rate:.0f} {unit} ({rate / top:.0%} of peak); "
               f"the other rows: {rest_ms:.3f} ms")
     return 0
