@@ -81,20 +81,30 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
   by_channel_blocks(g.channels, [&](auto v) {
     using V = decltype(v);
     using Mask = typename V::Mask;
-    auto finish = [&](int64_t m, int64_t j, Mask k, __m256 sums) {
-      // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order.
-      __m256 real = _mm256_mul_ps(sums, load_lanes(k, ep.scale_col + j));
-      if (ep.bias_col) real = _mm256_add_ps(real, load_lanes(k, ep.bias_col + j));
-      const int64_t index = m * a.ldc + j;
-      if (ep.out == QuantOut::kFloat32) {
-        store_lanes(k, static_cast<float*>(a.c) + index, real);
+    // The epilogue's values copied into the lambda: the outputs' byte stores may alias anything a pointer reaches,
+    // so values read through `a` or `ep` would be loaded again (and branched on) for every pixel.
+    const float* const scale = ep.scale_col;
+    const float* const bias = ep.bias_col;
+    void* const out = a.c;
+    const int64_t ldc = a.ldc, channels = g.channels;
+    const bool to_float = ep.out == QuantOut::kFloat32, centered16 = a.centered16, u8 = ep.out == QuantOut::kUint8;
+    const __m256 lo = _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
+    const __m256 hi = _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero));
+    const __m256i out_zero = _mm256_set1_epi32(ep.out_zero);
+    auto finish = [=](int64_t m, int64_t j, Mask k, __m256 sums) OPTIM_INLINED {
+      // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order (centered8's).
+      __m256 real = _mm256_mul_ps(sums, load_lanes(k, scale + j));
+      if (bias) real = _mm256_add_ps(real, load_lanes(k, bias + j));
+      const int64_t index = m * ldc + j;
+      if (to_float) {
+        store_lanes(k, static_cast<float*>(out) + index, real);
         return;
       }
-      if (a.centered16) {  // q - zero as int16 (within [-255, 255]: the packs keep it)
-        const __m256i q = centered8(real, ep);
+      const __m256i q = round_to_int32(_mm256_min_ps(_mm256_max_ps(real, lo), hi));  // q - zero
+      if (centered16) {  // q - zero as int16 (within [-255, 255]: the packs keep it)
         const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        int16_t* c16 = static_cast<int16_t*>(a.c) + index;
-        if (V::kWhole || g.channels - j >= 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(c16), words);
+        int16_t* c16 = static_cast<int16_t*>(out) + index;
+        if (V::kWhole || channels - j >= 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(c16), words);
         else {
           alignas(16) int16_t tail[8];
           _mm_store_si128(reinterpret_cast<__m128i*>(tail), words);
@@ -102,9 +112,11 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
         }
         return;
       }
-      const __m128i bytes = bytes8(quantize8(real, ep), ep);
-      uint8_t* c = static_cast<uint8_t*>(a.c) + index;
-      if (V::kWhole || g.channels - j >= 8) {
+      const __m256i v = _mm256_add_epi32(q, out_zero);
+      const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      const __m128i bytes = u8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
+      uint8_t* c = static_cast<uint8_t*>(out) + index;
+      if (V::kWhole || channels - j >= 8) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);
       } else {
         alignas(16) uint8_t tail[16];
@@ -119,7 +131,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
       // Without a channel tail the load has no branch and is inlined into the unrolled windows (with the tail's
       // branch and copy inlined 51 times over, a 3x3 stride-2 window ran twice as slow as with the calls).
       auto without_tail = [&](auto signed_x) {
-        return dw_drive<V>(g, {xq, 1}, a.w, m0, m1, [&](int64_t i, int64_t j, Mask) OPTIM_INLINED {
+        return dw_drive<V>(g, {xq, 1}, a.w, m0, m1, [xq, zero](int64_t i, int64_t j, Mask) OPTIM_INLINED {
           const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xq + i + j));
           const __m256i x = decltype(signed_x)::value ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
           return _mm256_cvtepi32_ps(_mm256_sub_epi32(x, zero));
@@ -127,22 +139,23 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
       };
       if constexpr (V::kWhole) return s8 ? without_tail(std::true_type{}) : without_tail(std::false_type{});
       else
-        return dw_drive<V>(g, {xq, 1}, a.w, m0, m1, [&](int64_t i, int64_t j, Mask) {
+        return dw_drive<V>(g, {xq, 1}, a.w, m0, m1, [xq, zero, s8, channels](int64_t i, int64_t j, Mask) {
           __m128i b;
-          if (g.channels - j >= 8) {
+          if (channels - j >= 8) {
             b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(xq + i + j));
           } else {  // the channels' tail: no byte past the tensor is read
             alignas(16) uint8_t tail[16] = {};
-            std::memcpy(tail, xq + i + j, static_cast<size_t>(g.channels - j));
+            std::memcpy(tail, xq + i + j, static_cast<size_t>(channels - j));
             b = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
           }
           const __m256i x = s8 ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
           return _mm256_cvtepi32_ps(_mm256_sub_epi32(x, zero));
         }, finish);
     }
+    const float* const x = a.x;
     dw_drive<V>(
-        g, {reinterpret_cast<const uint8_t*>(a.x), 4}, a.w, m0, m1,
-        [&](int64_t i, int64_t j, Mask k) { return load_lanes(k, a.x + i + j); }, finish);
+        g, {reinterpret_cast<const uint8_t*>(x), 4}, a.w, m0, m1,
+        [x](int64_t i, int64_t j, Mask k) OPTIM_INLINED { return load_lanes(k, x + i + j); }, finish);
   });
 }
 

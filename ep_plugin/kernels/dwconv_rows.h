@@ -41,6 +41,7 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
   // The last kernel row also asks for the S rows the next output row will add: read once from memory here,
   // they are in cache when needed (large feature maps stream from DRAM otherwise).
   const bool next_ok = iy0 + KH - 1 + S < g.h;
+  const int64_t pixel_bytes = g.cs * x.elem, row_bytes = g.w * pixel_bytes;
   using Weights = typename V::Reg[KH][KW];
   auto load_weights = [&](int64_t j, typename V::Mask k, Weights& wv) {
     unrolled<KH>([&](auto ky) { unrolled<KW>([&](auto kx) { wv[ky][kx] = V::load(k, w + (ky * KW + kx) * g.channels + j); }); });
@@ -54,10 +55,13 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
       if (!row_ok[ky]) return;
       const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
       constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
+      // The next output row's first new input row (and, at stride 2, the one before it), from this pixel on.
+      const char* ahead = kPrefetch && next_ok ? reinterpret_cast<const char*>(x.base) + (row + g.w * g.cs + j) * x.elem : nullptr;
       unrolled<(P - 1) * S + KW>([&](auto c) {
         if (kPrefetch && next_ok) {
-          _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + S * g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
-          if constexpr (S == 2) _mm_prefetch(reinterpret_cast<const char*>(x.base + (row + g.w * g.cs + c * g.cs + j) * x.elem), _MM_HINT_T0);
+          const char* at = ahead + c * pixel_bytes;
+          _mm_prefetch(at + (S - 1) * row_bytes, _MM_HINT_T0);
+          if constexpr (S == 2) _mm_prefetch(at, _MM_HINT_T0);
         }
         const typename V::Reg v = load_x(row + c * g.cs, j, k);
         unrolled<P>([&](auto p) {
@@ -88,7 +92,10 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
 // Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
 // weight row of the tap) for each channel block, then finish(m, first channel, mask, sums).
 template <typename V, typename LoadX, typename Finish>
-void dw_drive(const DwconvGeometry& g, DwInput x, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+void dw_drive(const DwconvGeometry& geometry, DwInput x, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+  // A copy: the outputs' byte stores may alias what a reference points at, so its fields would be loaded again
+  // after every store (the row windows take it by reference: a copy there measured slower on Zen 3).
+  const DwconvGeometry g = geometry;
   using Reg = typename V::Reg;
   int64_t off[kDwMaxTaps], tap[kDwMaxTaps], row_off[kDwMaxTaps], row_tap[kDwMaxTaps];
   DwconvPixel px{0, 0, 0, 0, off, tap};
