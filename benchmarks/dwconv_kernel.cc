@@ -3,7 +3,7 @@
 // bytes): the kernel alone, without a model's other steps or a session, so a kernel change shows on a noisy host.
 // Built and run by dwconv_kernel.py (with the kernels' sources, -O3 -mavx2 -mfma as the library builds them).
 //
-//   dwconv_kernel H C STRIDE ROWS OUT RUNS   (OUT: int16 | uint8)
+//   dwconv_kernel H C STRIDE ROWS OUT RUNS   (OUT: int16 | uint8 | float, the last the epilogue's cheapest form)
 //
 // Prints "us <best microseconds of RUNS> gmacs <multiply-adds per second / 1e9 at the best run>".
 #include <algorithm>
@@ -24,11 +24,11 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a);
 int main(int argc, char** argv) {
   using namespace optim::kernels;
   if (argc != 7) {
-    std::fprintf(stderr, "usage: %s H C STRIDE ROWS int16|uint8 RUNS\n", argv[0]);
+    std::fprintf(stderr, "usage: %s H C STRIDE ROWS int16|uint8|float RUNS\n", argv[0]);
     return 2;
   }
   const int64_t h = std::atol(argv[1]), c = std::atol(argv[2]), s = std::atol(argv[3]), rows = std::atol(argv[4]);
-  const bool centered16 = std::strcmp(argv[5], "int16") == 0;
+  const bool centered16 = std::strcmp(argv[5], "int16") == 0, to_float = std::strcmp(argv[5], "float") == 0;
   const int runs = std::atoi(argv[6]);
   if (h < 3 || c < 1 || (s != 1 && s != 2) || rows < 1 || runs < 1) {
     std::fprintf(stderr, "H >= 3, C >= 1, STRIDE 1 or 2, ROWS >= 1, RUNS >= 1\n");
@@ -50,11 +50,11 @@ int main(int argc, char** argv) {
   std::vector<float> x(static_cast<size_t>(g.h * g.w * c)), w(static_cast<size_t>(9 * c)), scale(c, 1e-3f), bias(c, 0.5f);
   for (float& v : x) v = static_cast<float>(byte(rng) - 3);  // q - zero, zero point 3
   for (float& v : w) v = static_cast<float>(weight(rng));
-  std::vector<int16_t> out(static_cast<size_t>(rows * g.ow * c));
+  std::vector<float> out(static_cast<size_t>(rows * g.ow * c));  // room for any of the outputs
   QgemmEpilogue ep;
   ep.scale_col = scale.data();
   ep.bias_col = bias.data();
-  ep.out = QuantOut::kUint8;
+  ep.out = to_float ? QuantOut::kFloat32 : QuantOut::kUint8;
   ep.out_zero = ep.qmin = 3;  // a folded Relu
   DwconvQ8Args a;
   a.g = g;

@@ -82,11 +82,12 @@ class PanelStore {
     return ep.scale_col && !ep.scale_row && !ep.bias_row && !ep.acc_row && !ep.raw_sums;
   }
   OPTIM_INLINED PanelStore(const QgemmEpilogue& ep, int64_t j0)
-      : ep_(ep), s0_(_mm256_loadu_ps(ep.scale_col + j0)), s1_(_mm256_loadu_ps(ep.scale_col + j0 + 8)),
+      : s0_(_mm256_loadu_ps(ep.scale_col + j0)), s1_(_mm256_loadu_ps(ep.scale_col + j0 + 8)),
         has_bias_(ep.bias_col != nullptr),
         b0_(has_bias_ ? _mm256_loadu_ps(ep.bias_col + j0) : _mm256_setzero_ps()),
         b1_(has_bias_ ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps()),
-        u8_(ep.out == QuantOut::kUint8), floor_raised_(ep.qmin > (u8_ ? 0 : -128)),
+        to_float_(ep.out == QuantOut::kFloat32), centered_float_(ep.centered_float), u8_(ep.out == QuantOut::kUint8),
+        floor_raised_(ep.qmin > (u8_ ? 0 : -128)),
         lo_(_mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero))),
         hi_(_mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero))),
         zero_(_mm256_set1_epi16(static_cast<int16_t>(ep.out_zero))) {}
@@ -94,14 +95,14 @@ class PanelStore {
   // Sums of columns j0..j0+7 (acc0) and j0+8..j0+15 (acc1) into C's elements at..at+15.
   OPTIM_INLINED void store(__m256i acc0, __m256i acc1, void* c, int64_t at) const {
     const __m256 r0 = real(acc0, s0_, b0_), r1 = real(acc1, s1_, b1_);
-    if (ep_.out == QuantOut::kFloat32) {
+    if (to_float_) {
       _mm256_storeu_ps(static_cast<float*>(c) + at, r0);
       _mm256_storeu_ps(static_cast<float*>(c) + at + 8, r1);
       return;
     }
-    if (ep_.centered_float) {  // q - zero: both bounds explicit (no pack saturates the floor here)
-      _mm256_storeu_ps(static_cast<float*>(c) + at, _mm256_cvtepi32_ps(centered8(r0, ep_)));
-      _mm256_storeu_ps(static_cast<float*>(c) + at + 8, _mm256_cvtepi32_ps(centered8(r1, ep_)));
+    if (centered_float_) {  // q - zero: both bounds explicit (no pack saturates the floor here; centered8's steps)
+      _mm256_storeu_ps(static_cast<float*>(c) + at, _mm256_cvtepi32_ps(centered(r0)));
+      _mm256_storeu_ps(static_cast<float*>(c) + at + 8, _mm256_cvtepi32_ps(centered(r1)));
       return;
     }
     // The packs work within 128-bit lanes: words [r0 0-3, r1 0-3 | r0 4-7, r1 4-7], then bytes with each lane's
@@ -118,16 +119,18 @@ class PanelStore {
     const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
     return has_bias_ ? _mm256_add_ps(r, bias) : r;
   }
+  OPTIM_INLINED __m256i centered(__m256 r) const { return round_to_int32(_mm256_min_ps(_mm256_max_ps(r, lo_), hi_)); }
   OPTIM_INLINED __m256i quantized(__m256 r) const {
     if (floor_raised_) r = _mm256_max_ps(r, lo_);
     return round_to_int32(_mm256_min_ps(hi_, r));
   }
 
-  const QgemmEpilogue& ep_;
+  // The epilogue's values, copied: C's stores may alias what a reference points at, so fields read through one
+  // would be loaded again (and branched on) for every row stored.
   __m256 s0_, s1_;
   bool has_bias_;
   __m256 b0_, b1_;
-  bool u8_, floor_raised_;
+  bool to_float_, centered_float_, u8_, floor_raised_;
   __m256 lo_, hi_;
   __m256i zero_;
 };
@@ -137,7 +140,9 @@ template <int MR>
 OPTIM_INLINED inline void store_panel(const ConvGemmQ8Args& g, const QgemmEpilogue& ep, const __m256i (&acc)[MR][2],
                                       int64_t m, int64_t j0) {
   const PanelStore panel(ep, j0);
-  unrolled<MR>([&](auto i) OPTIM_INLINED { panel.store(acc[i][0], acc[i][1], g.c, (m + i) * g.ldc + j0); });
+  void* const c = g.c;  // loaded once: each row's stores may alias g
+  const int64_t ldc = g.ldc;
+  unrolled<MR>([&](auto i) OPTIM_INLINED { panel.store(acc[i][0], acc[i][1], c, (m + i) * ldc + j0); });
 }
 
 }  // namespace
