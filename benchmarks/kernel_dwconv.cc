@@ -1,9 +1,9 @@
 // One thread of OptimEP's AVX2 int8 depthwise kernel (dwconv_q8_avx2) on a band of output rows, as a MobileNet
 // block runs it (ops/qconv_block.cc: float32 x - zero in, int16 q - zero out for an int16-pair projection, or
 // bytes): the kernel alone, without a model's other steps or a session, so a kernel change shows on a noisy host.
-// Built and run by dwconv_kernel.py (with the kernels' sources, -O3 -mavx2 -mfma as the library builds them).
+// Built and run by kernel_ab.py (with the kernels' sources, -O3 -mavx2 -mfma as the library builds them).
 //
-//   dwconv_kernel H C STRIDE ROWS OUT RUNS   (OUT: int16 | uint8 | float, the last the epilogue's cheapest form)
+//   kernel_dwconv H C STRIDE ROWS OUT RUNS   (OUT: int16 | uint8 | float, the last the epilogue's cheapest form)
 //
 // Prints "us <best microseconds of RUNS> gmacs <multiply-adds per second / 1e9 at the best run>".
 #include <algorithm>
@@ -13,12 +13,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "kernel_table.h"
 
 namespace optim::kernels {
-void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a);
+std::remove_pointer_t<DwconvQ8Fn> dwconv_q8_avx2;  // the family's signature, so a change to it fails to compile here
 }
 
 int main(int argc, char** argv) {
