@@ -27,7 +27,8 @@ def library_path() -> Path:
     """Path of the OptimEP shared library: $OPTIM_EP_LIBRARY if set, else the one installed beside this module, else
     (an editable install, `pip install -e .`) the one its finder module names."""
     override = os.environ.get(LIBRARY_ENV)
-    path = Path(override) if override else Path(__file__).resolve().parent / LIBRARY_FILE
+    # Resolved here: ONNX Runtime would take a relative path as relative to its own package folder, not the cwd.
+    path = Path(override).resolve() if override else Path(__file__).resolve().parent / LIBRARY_FILE
     where = f"${LIBRARY_ENV}={override}" if override else "the installed optim.ep_plugin package"
     fix = "rebuild with `make install`"
     editable = getattr(sys.modules.get(EDITABLE_FINDER), "LIBRARY", None)

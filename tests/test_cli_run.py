@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,6 +100,17 @@ def test_doctor_exits_1_with_the_cause_when_the_library_cannot_load(tmp_path):
     assert "registered       no" in p.stdout
     assert "OptimEP cannot be used" in p.stderr and str(fake) in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_relative_library_override_is_taken_from_the_working_directory(tmp_path):
+    installed = Path(json.loads(invoke("doctor", "--json").output)["library"])
+    (tmp_path / "lib").mkdir()
+    shutil.copy(installed, tmp_path / "lib" / "liboptim_ep.so")
+    env = dict(os.environ, OPTIM_EP_LIBRARY="lib/liboptim_ep.so")
+    p = subprocess.run([sys.executable, "-m", "optim.cli", "doctor", "--json"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["library"] == str(tmp_path / "lib" / "liboptim_ep.so")
 
 
 # --- run: happy paths ----------------------------------------------------------------------------------

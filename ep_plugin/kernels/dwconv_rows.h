@@ -56,7 +56,8 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
       const int64_t row = image + ((iy0 + ky) * g.w + x0) * g.cs;
       constexpr bool kPrefetch = decltype(ky)::value == KH - 1;
       // The next output row's first new input row (and, at stride 2, the one before it), from this pixel on.
-      const char* ahead = kPrefetch && next_ok ? reinterpret_cast<const char*>(x.base) + (row + g.w * g.cs + j) * x.elem : nullptr;
+      const char* ahead =
+          kPrefetch && next_ok ? reinterpret_cast<const char*>(x.base) + (row + g.w * g.cs + j) * x.elem : nullptr;
       unrolled<(P - 1) * S + KW>([&](auto c) {
         if (kPrefetch && next_ok) {
           const char* at = ahead + c * pixel_bytes;
@@ -92,7 +93,8 @@ void dw_row_window(const DwconvGeometry& g, DwInput x, const float* w, int64_t i
 // Walks output pixels [m0, m1): sum(taps, load_x(offset from the image's first value, channel, mask) *
 // weight row of the tap) for each channel block, then finish(m, first channel, mask, sums).
 template <typename V, typename LoadX, typename Finish>
-void dw_drive(const DwconvGeometry& geometry, DwInput x, const float* w, int64_t m0, int64_t m1, LoadX load_x, Finish finish) {
+void dw_drive(const DwconvGeometry& geometry, DwInput x, const float* w, int64_t m0, int64_t m1, LoadX load_x,
+              Finish finish) {
   // A copy: the outputs' byte stores may alias what a reference points at, so its fields would be loaded again
   // after every store (the row windows take it by reference: a copy there measured slower on Zen 3).
   const DwconvGeometry g = geometry;
