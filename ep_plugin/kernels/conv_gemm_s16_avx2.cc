@@ -93,14 +93,19 @@ void half_tile(const ConvGemmQ8Args& g, int64_t m, int64_t p) {
       });
     }
   });
-  const QgemmEpilogue& ep = *g.ep;
+  // Copies: C's byte stores may alias what a reference points at, so the epilogue's fields (and C, ldc) would be
+  // loaded again, and branched on, for every row.
+  const QgemmEpilogue ep = *g.ep;
+  void* const c = g.c;
+  const int64_t ldc = g.ldc;
+  const int32_t* const comp = g.comp_col;
   const int64_t j0 = p * 16, cols = panel_cols(g.n, p);
   alignas(32) int32_t sums[8];
   unrolled<MR>([&](auto i) OPTIM_INLINED {
     _mm256_store_si256(reinterpret_cast<__m256i*>(sums), acc[i]);
-    if (g.comp_col)
-      for (int64_t j = 0; j < cols; ++j) sums[j] += g.comp_col[j0 + j];
-    store_row(sums, m + i, j0, cols, ep, g.c, g.ldc);  // 8 columns in registers (store8), fewer one by one
+    if (comp)
+      for (int64_t j = 0; j < cols; ++j) sums[j] += comp[j0 + j];
+    store_row(sums, m + i, j0, cols, ep, c, ldc);  // 8 columns in registers (store8), fewer one by one
   });
 }
 
