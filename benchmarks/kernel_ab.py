@@ -18,15 +18,27 @@ checkout faster). Best-of rounds, because on a shared host a slow spell only eve
 from __future__ import annotations
 
 import argparse
-import hashlib
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+from peak import compile_program
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent / "ep_plugin" / "kernels"
+
+
+def band_macs(shape: tuple) -> int:
+    """A 3x3 depthwise band's multiply-adds ("same" padding: (h - 1) // stride + 1 outputs a row)."""
+    h, c, s, rows, _ = shape
+    return rows * ((h - 1) // s + 1) * c * 9
+
+
+def gemm_macs(shape: tuple) -> int:
+    m, k, n, _ = shape
+    return m * k * n
 
 
 @dataclass(frozen=True)
@@ -35,13 +47,7 @@ class Kernel:
     sources: tuple  # in ep_plugin/kernels: the kernel and what its fallbacks link against
     columns: str  # the table's shape columns
     shapes: tuple  # each the driver's arguments before RUNS
-
-    def macs(self, shape: tuple) -> int:
-        if self.driver == "kernel_dwconv.cc":
-            h, c, s, rows, _ = shape
-            return rows * ((h + 2 - 3) // s + 1) * c * 9
-        m, k, n, _ = shape
-        return m * k * n
+    macs: Callable[[tuple], int]  # a shape's multiply-adds
 
 
 KERNEL_SET = {
@@ -52,37 +58,28 @@ KERNEL_SET = {
                      "| input | channels | stride | rows | out |",
                      ((112, 32, 1, 2, "uint8"), (112, 96, 2, 1, "int16"), (56, 144, 1, 2, "int16"),
                       (56, 144, 2, 1, "int16"), (28, 192, 1, 4, "int16"), (14, 576, 1, 8, "int16"),
-                      (7, 960, 1, 7, "int16"))),
+                      (7, 960, 1, 7, "int16")), band_macs),
     # (rows, K, N, output) of MobileNetV2's and ResNet-50's 1x1 units: a block's expansions per band (224 and 1344
     # rows, float q - zero out), then whole units.
     "conv_gemm_s16": Kernel("kernel_conv_gemm_s16.cc", ("conv_gemm_s16_avx2.cc",), "| rows | K | N | out |",
                             ((224, 16, 96, "centered_float"), (1344, 16, 96, "centered_float"),
                              (3136, 24, 144, "centered_float"), (3136, 24, 144, "uint8"), (3136, 32, 16, "uint8"),
-                             (3136, 144, 24, "uint8"), (3136, 64, 256, "uint8"), (784, 128, 512, "uint8"))),
+                             (3136, 144, 24, "uint8"), (3136, 64, 256, "uint8"), (784, 128, 512, "uint8")),
+                            gemm_macs),
 }
 
 
+class KernelBuildError(RuntimeError):
+    """A driver could not be compiled (no g++, or a compiler error)."""
+
+
 def build(kernel: Kernel, kernels: Path, cache: Path, optimize: str = "-O3") -> Path:
-    """The driver linked with `kernels`' sources, compiled now unless this exact text (and `optimize`) was before;
-    `optimize` is the library's -O3 for timings (the tests build at -O0 to check it compiles and runs)."""
-    driver = HERE / kernel.driver
-    texts = [optimize.encode(), driver.read_bytes()] + [(kernels / s).read_bytes() for s in kernel.sources]
-    texts += [p.read_bytes() for p in sorted(kernels.glob("*.h"))]
-    binary = cache / f"{driver.stem}-{hashlib.sha256(b''.join(texts)).hexdigest()[:12]}"
-    if binary.exists():
-        return binary
-    compiler = shutil.which("g++")
-    if compiler is None:
-        sys.exit(f"g++ is not on PATH: {kernel.driver} cannot be compiled")
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = binary.with_suffix(".tmp")
-    cmd = [compiler, optimize, "-std=c++17", "-mavx2", "-mfma", f"-I{kernels}", str(driver),
-           *[str(kernels / s) for s in kernel.sources], "-o", str(tmp)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"g++ failed on {kernel.driver} with {kernels}: {done.stderr.strip()[:800]}")
-    tmp.replace(binary)
-    return binary
+    """The driver linked with `kernels`' sources (peak.compile_program: compiled now unless this exact text and these
+    flags were before); `optimize` is the library's -O3 for timings (the tests build at -O0 to check it runs)."""
+    return compile_program(HERE / kernel.driver, cache, KernelBuildError,
+                           extra_sources=tuple(kernels / s for s in kernel.sources),
+                           flags=(optimize, "-mavx2", "-mfma", f"-I{kernels}"),
+                           also_hashed=tuple(sorted(kernels.glob("*.h"))))
 
 
 def run_shape(binary: Path, shape: tuple, runs: int) -> float:
@@ -106,11 +103,14 @@ def main(argv=None) -> int:
         sys.exit("this CPU has no AVX2: the kernels cannot run here")
     kernel = KERNEL_SET[args.kernel]
     cache = HERE / ".cache"
-    sides = {"this": build(kernel, KERNELS, cache)}
-    if args.against:
-        if not (args.against / kernel.sources[0]).exists():
-            sys.exit(f"{args.against} holds no {kernel.sources[0]}: pass a checkout's ep_plugin/kernels folder")
-        sides["against"] = build(kernel, args.against.resolve(), cache)
+    if args.against and not (args.against / kernel.sources[0]).exists():
+        sys.exit(f"{args.against} holds no {kernel.sources[0]}: pass a checkout's ep_plugin/kernels folder")
+    try:
+        sides = {"this": build(kernel, KERNELS, cache)}
+        if args.against:
+            sides["against"] = build(kernel, args.against.resolve(), cache)
+    except KernelBuildError as e:
+        sys.exit(str(e))
     best = {name: {shape: float("inf") for shape in kernel.shapes} for name in sides}
     for r in range(args.rounds):
         order = list(sides) if r % 2 == 0 else list(reversed(sides))

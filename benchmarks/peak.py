@@ -68,10 +68,13 @@ def build(cache: Path) -> Path:
     return compile_program(SOURCE, cache, PeakError)
 
 
-def compile_program(source: Path, cache: Path, error: type[Exception]) -> Path:
-    """The C++ probe `source` compiled with the system g++ into `cache` (named by its stem and a hash of its text, so
-    an edited source compiles again); `error` (one sentence) when g++ is missing or fails."""
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+def compile_program(source: Path, cache: Path, error: type[Exception], extra_sources: tuple = (),
+                    flags: tuple = ("-O2", "-pthread"), also_hashed: tuple = ()) -> Path:
+    """The C++ probe `source` (linked with `extra_sources`, compiled with `flags`) built with the system g++ into
+    `cache`, named by its stem and a hash of the flags and every source's text (and of `also_hashed`, the headers it
+    includes), so an edited one compiles again; `error` (one sentence) when g++ is missing or fails."""
+    texts = [" ".join(flags).encode()] + [Path(p).read_bytes() for p in (source, *extra_sources, *also_hashed)]
+    digest = hashlib.sha256(b"".join(texts)).hexdigest()[:12]
     binary = cache / f"{source.stem}-{digest}"
     if binary.exists():
         return binary
@@ -80,10 +83,10 @@ def compile_program(source: Path, cache: Path, error: type[Exception]) -> Path:
         raise error(f"g++ is not on PATH, so {source.name} cannot be compiled")
     cache.mkdir(parents=True, exist_ok=True)
     tmp = binary.with_suffix(".tmp")
-    done = subprocess.run([compiler, "-O2", "-std=c++17", "-pthread", str(source), "-o", str(tmp)],
+    done = subprocess.run([compiler, *flags, "-std=c++17", str(source), *map(str, extra_sources), "-o", str(tmp)],
                           capture_output=True, text=True)
     if done.returncode != 0:
-        raise error(f"g++ failed on {source.name}: {done.stderr.strip()[:500]}")
+        raise error(f"g++ failed on {source.name}: {done.stderr.strip()[:800]}")
     tmp.replace(binary)
     return binary
 
