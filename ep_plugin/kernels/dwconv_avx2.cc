@@ -88,8 +88,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
     void* const out = a.c;
     const int64_t ldc = a.ldc, channels = g.channels;
     const bool to_float = ep.out == QuantOut::kFloat32, centered16 = a.centered16, u8 = ep.out == QuantOut::kUint8;
-    const __m256 lo = _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero));
-    const __m256 hi = _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero));
+    const CenteredClamp clamp(ep);
     const __m256i out_zero = _mm256_set1_epi32(ep.out_zero);
     auto finish = [=](int64_t m, int64_t j, Mask k, __m256 sums) OPTIM_INLINED {
       // The sums are exact integers below 2^24; the scalar epilogue's operations, in its order (centered8's).
@@ -100,9 +99,9 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
         store_lanes(k, static_cast<float*>(out) + index, real);
         return;
       }
-      const __m256i q = round_to_int32(_mm256_min_ps(_mm256_max_ps(real, lo), hi));  // q - zero
-      if (centered16) {  // q - zero as int16 (within [-255, 255]: the packs keep it)
-        const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m256i q = clamp(real);  // q - zero
+      if (centered16) {  // q - zero as int16 (within [-255, 255])
+        const __m128i words = words8(q);
         int16_t* c16 = static_cast<int16_t*>(out) + index;
         if (V::kWhole || channels - j >= 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(c16), words);
         else {
@@ -112,9 +111,7 @@ void dwconv_q8_avx2(int64_t m0, int64_t m1, const DwconvQ8Args& a) {
         }
         return;
       }
-      const __m256i v = _mm256_add_epi32(q, out_zero);
-      const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-      const __m128i bytes = u8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
+      const __m128i bytes = bytes8(_mm256_add_epi32(q, out_zero), u8);
       uint8_t* c = static_cast<uint8_t*>(out) + index;
       if (V::kWhole || channels - j >= 8) {
         _mm_storel_epi64(reinterpret_cast<__m128i*>(c), bytes);

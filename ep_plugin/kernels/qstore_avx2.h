@@ -17,23 +17,32 @@ inline __m256i round_to_int32(__m256 v) { return _mm256_cvtps_epi32(v); }
 
 // Eight real values of an integer output as int32 q - zero: saturated to [qmin - zero, qmax - zero] and rounded.
 // Clamping before rounding equals rounding first (the bounds are integers); max returns its second operand for
-// NaN, so NaN becomes qmin - zero as in the scalar code. The centered outputs store these as they are.
-inline __m256i centered8(__m256 real, const QgemmEpilogue& ep) {
-  __m256 q = _mm256_max_ps(real, _mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero)));
-  q = _mm256_min_ps(q, _mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero)));
-  return round_to_int32(q);
-}
+// NaN, so NaN becomes qmin - zero as in the scalar code. The centered outputs store these as they are. The bounds
+// live in registers, so loops that store many vectors build one clamp and keep it.
+struct CenteredClamp {
+  explicit CenteredClamp(const QgemmEpilogue& ep)
+      : lo(_mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero))),
+        hi(_mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero))) {}
+  __m256i operator()(__m256 real) const { return round_to_int32(_mm256_min_ps(_mm256_max_ps(real, lo), hi)); }
+  __m256 lo, hi;
+};
+
+inline __m256i centered8(__m256 real, const QgemmEpilogue& ep) { return CenteredClamp(ep)(real); }
 
 // The same shifted by the zero point: q itself (the integer add is exact).
 inline __m256i quantize8(__m256 real, const QgemmEpilogue& ep) {
   return _mm256_add_epi32(centered8(real, ep), _mm256_set1_epi32(ep.out_zero));
 }
 
-// Eight int32 values inside the output type's range, as its bytes.
-inline __m128i bytes8(__m256i v, const QgemmEpilogue& ep) {
-  const __m128i v16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  return ep.out == QuantOut::kUint8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
+// Eight int32 values inside int16's range as int16 (the saturating pack keeps them).
+inline __m128i words8(__m256i v) { return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)); }
+
+// Eight int32 values inside the output type's range as its bytes (twice: the low 8 bytes are the ones to store).
+inline __m128i bytes8(__m256i v, bool u8) {
+  const __m128i v16 = words8(v);
+  return u8 ? _mm_packus_epi16(v16, v16) : _mm_packs_epi16(v16, v16);
 }
+inline __m128i bytes8(__m256i v, const QgemmEpilogue& ep) { return bytes8(v, ep.out == QuantOut::kUint8); }
 
 // Eight columns j0..j0+7 of row i, all inside C, from their sums: the scalar epilogue's operations, vectorized.
 inline void store8_sums(__m256i sums, int64_t i, int64_t j0, const QgemmEpilogue& ep, void* c, int64_t index) {
@@ -88,9 +97,7 @@ class PanelStore {
         b1_(has_bias_ ? _mm256_loadu_ps(ep.bias_col + j0 + 8) : _mm256_setzero_ps()),
         to_float_(ep.out == QuantOut::kFloat32), centered_float_(ep.centered_float), u8_(ep.out == QuantOut::kUint8),
         floor_raised_(ep.qmin > (u8_ ? 0 : -128)),
-        lo_(_mm256_set1_ps(static_cast<float>(ep.qmin - ep.out_zero))),
-        hi_(_mm256_set1_ps(static_cast<float>(ep.qmax - ep.out_zero))),
-        zero_(_mm256_set1_epi16(static_cast<int16_t>(ep.out_zero))) {}
+        clamp_(ep), zero_(_mm256_set1_epi16(static_cast<int16_t>(ep.out_zero))) {}
 
   // Sums of columns j0..j0+7 (acc0) and j0+8..j0+15 (acc1) into C's elements at..at+15.
   OPTIM_INLINED void store(__m256i acc0, __m256i acc1, void* c, int64_t at) const {
@@ -119,10 +126,10 @@ class PanelStore {
     const __m256 r = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), scale);
     return has_bias_ ? _mm256_add_ps(r, bias) : r;
   }
-  OPTIM_INLINED __m256i centered(__m256 r) const { return round_to_int32(_mm256_min_ps(_mm256_max_ps(r, lo_), hi_)); }
+  OPTIM_INLINED __m256i centered(__m256 r) const { return clamp_(r); }
   OPTIM_INLINED __m256i quantized(__m256 r) const {
-    if (floor_raised_) r = _mm256_max_ps(r, lo_);
-    return round_to_int32(_mm256_min_ps(hi_, r));
+    if (floor_raised_) r = _mm256_max_ps(r, clamp_.lo);
+    return round_to_int32(_mm256_min_ps(clamp_.hi, r));  // hi first: NaN stays NaN (see above)
   }
 
   // The epilogue's values, copied: C's stores may alias what a reference points at, so fields read through one
@@ -131,7 +138,7 @@ class PanelStore {
   bool has_bias_;
   __m256 b0_, b1_;
   bool to_float_, centered_float_, u8_, floor_raised_;
-  __m256 lo_, hi_;
+  CenteredClamp clamp_;
   __m256i zero_;
 };
 
