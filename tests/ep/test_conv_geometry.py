@@ -51,6 +51,16 @@ def test_float_depthwise_windows_along_a_row_match_the_cpu_ep(channels, k):
     _check_float_convolution(row_window_case(channels, k))
 
 
+# Inputs of 1 MiB and more take the row windows' prefetch of the next output row's input rows (dwconv_rows.h's
+# kDwPrefetchBytes; smaller ones skip it): 72 channels of 64 x 60 floats, 3x3 at stride 1 and 2 and 5x5.
+@pytest.mark.parametrize("k, stride", [(3, 1), (3, 2), (5, 1)])
+def test_float_depthwise_over_a_large_input_matches_the_cpu_ep(k, stride):
+    c = row_window_case(72, k)
+    c.update(n=1, size=[64, 60], strides=[stride, stride])
+    assert 72 * 64 * 60 * 4 >= 1 << 20
+    _check_float_convolution(c)
+
+
 def long_k_case(cin: int, cout: int, k: int, stride: int, size: int, relu: bool, seed: int) -> dict:
     """A dense convolution whose weights exceed the kernels' in-cache bound: the AVX-512 tile runs its K in blocks
     (whole taps when a tap's channels are fewer than a block, parts of one tap when more) over chunks of rows."""
