@@ -1,12 +1,15 @@
-"""One of OptimEP's AVX2 int8 kernels alone, one thread, on the shapes MobileNetV2 runs it on: a kernel change
-measured without a model's other steps, which on a noisy 2-core host drift by more than the change.
+"""One of OptimEP's AVX2 kernels alone, one thread, on the shapes real models run it on: a kernel change measured
+without a model's other steps, which on a noisy 2-core host drift by more than the change.
 
-    .venv/bin/python benchmarks/kernel_ab.py [--kernel dwconv|conv_gemm_s16] [--against OTHER_KERNELS_DIR]
+    .venv/bin/python benchmarks/kernel_ab.py [--kernel dwconv|conv_gemm_s16|sgemm] [--against OTHER_KERNELS_DIR]
         [--rounds 15] [--runs 100]
 
-  dwconv         dwconv_q8_avx2 on a depthwise band (kernel_dwconv.cc): float x - zero in, int16 or bytes out
-  conv_gemm_s16  conv_gemm_s16_avx2_6x16 on 1x1 rows (kernel_conv_gemm_s16.cc): bytes, or the float q - zero
-                 a block's depthwise reads
+  dwconv         dwconv_q8_avx2 on MobileNetV2's depthwise bands (kernel_dwconv.cc): float x - zero in, int16 or
+                 bytes out
+  conv_gemm_s16  conv_gemm_s16_avx2_6x16 on MobileNetV2's / ResNet-50's 1x1 rows (kernel_conv_gemm_s16.cc): bytes,
+                 or the float q - zero a block's depthwise reads
+  sgemm          sgemm_f32_avx2_6x16 on MiniLM's / BERT's / ViT's MatMuls (kernel_sgemm.cc), B cycled over copies
+                 so that it streams from memory as a model's weights do (1 copy: B in cache)
 
 Compiles the kernel's driver with ep_plugin/kernels' sources (g++ -O3 -mavx2 -mfma, as the library builds them)
 into the benchmarks' cache, and prints per shape the best time of --runs calls and GMAC/s, the best over --rounds
@@ -66,6 +69,12 @@ KERNEL_SET = {
                              (3136, 24, 144, "centered_float"), (3136, 24, 144, "uint8"), (3136, 32, 16, "uint8"),
                              (3136, 144, 24, "uint8"), (3136, 64, 256, "uint8"), (784, 128, 512, "uint8")),
                             gemm_macs),
+    # (M, K, N, copies of packed B) of MiniLM's (hidden 384) and BERT-base's / ViT-B's (768) MatMuls at sequence 128
+    # (197 tokens for ViT), batch 1, then MiniLM's FFN at batch 8 and one with B in cache.
+    "sgemm": Kernel("kernel_sgemm.cc", ("sgemm_f32_avx2.cc", "sgemm_pack.cc"), "| M | K | N | copies |",
+                    ((128, 384, 384, 16), (128, 384, 1536, 16), (128, 1536, 384, 16), (128, 768, 3072, 4),
+                     (197, 768, 2304, 4), (1024, 384, 1536, 4), (128, 384, 1536, 1)),
+                    gemm_macs),
 }
 
 
@@ -79,7 +88,7 @@ def build(kernel: Kernel, kernels: Path, cache: Path, optimize: str = "-O3") -> 
     return compile_program(HERE / kernel.driver, cache, KernelBuildError,
                            extra_sources=tuple(kernels / s for s in kernel.sources),
                            flags=(optimize, "-mavx2", "-mfma", f"-I{kernels}"),
-                           also_hashed=tuple(sorted(kernels.glob("*.h"))))
+                           also_hashed=(HERE / "kernel_driver.h", *sorted(kernels.glob("*.h"))))
 
 
 def run_shape(binary: Path, shape: tuple, runs: int) -> float:

@@ -6,28 +6,21 @@
 //   kernel_conv_gemm_s16 M K N OUT RUNS   (OUT: uint8 | centered_float)
 //
 // Prints "us <best microseconds of RUNS> gmacs <multiply-adds per second / 1e9 at the best run>".
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <type_traits>
 #include <vector>
 
+#include "kernel_driver.h"
 #include "kernel_table.h"
 
-namespace optim::kernels {
-std::remove_pointer_t<ConvGemmQ8Fn> conv_gemm_s16_avx2_6x16;  // the family's signature: a change fails to compile here
-}
+OPTIM_DRIVER_KERNEL(ConvGemmQ8Fn, conv_gemm_s16_avx2_6x16)
 
 int main(int argc, char** argv) {
   using namespace optim::kernels;
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s M K N uint8|centered_float RUNS\n", argv[0]);
-    return 2;
-  }
+  if (!optim::bench::driver_args(argc, argv, 5, "M K N uint8|centered_float RUNS")) return 2;
   const int64_t m = std::atol(argv[1]), k = std::atol(argv[2]), n = std::atol(argv[3]);
   const bool centered_float = std::strcmp(argv[4], "centered_float") == 0;
   const int runs = std::atoi(argv[5]);
@@ -57,12 +50,7 @@ int main(int argc, char** argv) {
   g.c = c.data();
   g.ldc = n;
   g.ep = &ep;
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    conv_gemm_s16_avx2_6x16(0, m, 0, panels, g);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::printf("us %.3f gmacs %.3f\n", best * 1e6, static_cast<double>(m * k * n) / best / 1e9);
+  const double macs = static_cast<double>(m * k * n);
+  optim::bench::print_best_of(runs, macs, [&](int) { conv_gemm_s16_avx2_6x16(0, m, 0, panels, g); });
   return 0;
 }

@@ -6,28 +6,21 @@
 //   kernel_dwconv H C STRIDE ROWS OUT RUNS   (OUT: int16 | uint8 | float, the last the epilogue's cheapest form)
 //
 // Prints "us <best microseconds of RUNS> gmacs <multiply-adds per second / 1e9 at the best run>".
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <type_traits>
 #include <vector>
 
+#include "kernel_driver.h"
 #include "kernel_table.h"
 
-namespace optim::kernels {
-std::remove_pointer_t<DwconvQ8Fn> dwconv_q8_avx2;  // the family's signature, so a change to it fails to compile here
-}
+OPTIM_DRIVER_KERNEL(DwconvQ8Fn, dwconv_q8_avx2)
 
 int main(int argc, char** argv) {
   using namespace optim::kernels;
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: %s H C STRIDE ROWS int16|uint8|float RUNS\n", argv[0]);
-    return 2;
-  }
+  if (!optim::bench::driver_args(argc, argv, 6, "H C STRIDE ROWS int16|uint8|float RUNS")) return 2;
   const int64_t h = std::atol(argv[1]), c = std::atol(argv[2]), s = std::atol(argv[3]), rows = std::atol(argv[4]);
   const bool centered16 = std::strcmp(argv[5], "int16") == 0, to_float = std::strcmp(argv[5], "float") == 0;
   const int runs = std::atoi(argv[6]);
@@ -48,7 +41,8 @@ int main(int argc, char** argv) {
   g.h = (rows - 1) * s + 3;
   std::mt19937 rng(0);
   std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
-  std::vector<float> x(static_cast<size_t>(g.h * g.w * c)), w(static_cast<size_t>(9 * c)), scale(c, 1e-3f), bias(c, 0.5f);
+  std::vector<float> x(static_cast<size_t>(g.h * g.w * c)), w(static_cast<size_t>(9 * c));
+  std::vector<float> scale(c, 1e-3f), bias(c, 0.5f);
   for (float& v : x) v = static_cast<float>(byte(rng) - 3);  // q - zero, zero point 3
   for (float& v : w) v = static_cast<float>(weight(rng));
   std::vector<float> out(static_cast<size_t>(rows * g.ow * c));  // room for any of the outputs
@@ -65,13 +59,7 @@ int main(int argc, char** argv) {
   a.ldc = c;
   a.ep = &ep;
   a.centered16 = centered16;
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    dwconv_q8_avx2(0, rows * g.ow, a);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
   const double macs = static_cast<double>(rows * g.ow * c * 9);
-  std::printf("us %.3f gmacs %.3f\n", best * 1e6, macs / best / 1e9);
+  optim::bench::print_best_of(runs, macs, [&](int) { dwconv_q8_avx2(0, rows * g.ow, a); });
   return 0;
 }

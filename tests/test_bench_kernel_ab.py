@@ -28,12 +28,14 @@ def test_each_driver_compiles_against_the_kernels_headers(name):
 
 @needs_gxx
 @pytest.mark.skipif("avx2" not in Path("/proc/cpuinfo").read_text(), reason="the kernel needs AVX2")
-def test_the_gemm_driver_builds_once_and_times_a_shape(tmp_path):
-    # The depthwise driver's kernel takes ~30 s to compile even at -O0, so only the GEMM's is linked and run here.
-    kernel = kernel_ab.KERNEL_SET["conv_gemm_s16"]
+@pytest.mark.parametrize("name, shape", [("conv_gemm_s16", (224, 16, 96, "centered_float")),
+                                         ("sgemm", (13, 20, 40, 2))])  # a row tile and a panel short of whole
+def test_the_gemm_drivers_build_once_and_time_a_shape(tmp_path, name, shape):
+    # The depthwise driver's kernel takes ~30 s to compile even at -O0, so only the GEMMs' are linked and run here.
+    kernel = kernel_ab.KERNEL_SET[name]
     binary = kernel_ab.build(kernel, kernel_ab.KERNELS, tmp_path, optimize="-O0")
     assert kernel_ab.build(kernel, kernel_ab.KERNELS, tmp_path, optimize="-O0") == binary  # not compiled again
-    assert kernel_ab.run_shape(binary, kernel.shapes[0], runs=2) > 0
+    assert kernel_ab.run_shape(binary, shape, runs=2) > 0
 
 
 def test_multiply_adds_of_a_band_and_of_gemm_rows():
@@ -42,3 +44,4 @@ def test_multiply_adds_of_a_band_and_of_gemm_rows():
     assert dw.macs((56, 144, 2, 2, "int16")) == 2 * 28 * 144 * 9
     assert dw.macs((56, 144, 1, 1, "int16")) == 56 * 144 * 9
     assert gemm.macs((3136, 24, 144, "uint8")) == 3136 * 24 * 144
+    assert kernel_ab.KERNEL_SET["sgemm"].macs((128, 384, 1536, 16)) == 128 * 384 * 1536
