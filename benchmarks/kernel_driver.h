@@ -24,7 +24,7 @@ inline bool driver_args(int argc, char** argv, int count, const char* usage) {
   return false;
 }
 
-// Calls call() `runs` times and prints the best one's time and rate for `macs` multiply-adds a call.
+// Calls call(run index) `runs` times and prints the best call's time and rate for `macs` multiply-adds a call.
 template <typename Call>
 void print_best_of(int runs, double macs, const Call& call) {
   double best = 1e30;
